@@ -1,0 +1,55 @@
+"""pyspark-streamtest: a deterministic TopologyTestDriver for Spark Structured Streaming.
+
+Pipe records with chosen event times into real streaming queries, move processing
+time, and read exactly what each micro-batch emitted, in-process and without sleeps.
+"""
+
+from .clock import DEFAULT_START_TIME
+from .driver import TopologyTestDriver
+from .errors import (
+    DriverClosedError,
+    NaiveDatetimeError,
+    NoSuchRecordError,
+    SchemaMismatchError,
+    SparkConnectNotSupportedError,
+    StepTimeoutError,
+    StreamingQueryFailedError,
+    StreamTestError,
+    TimeWentBackwardsError,
+    TopologyError,
+    UnknownTopicError,
+    UnsupportedSchemaError,
+    UnsupportedSparkVersionError,
+)
+from .records import BatchRecord, TestRecord
+from .report import format_timeline
+from .session import test_spark_session
+from .topics import TestInputTopic, TestOutputTopic
+from .topology import Topology
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_START_TIME",
+    "BatchRecord",
+    "DriverClosedError",
+    "NaiveDatetimeError",
+    "NoSuchRecordError",
+    "SchemaMismatchError",
+    "SparkConnectNotSupportedError",
+    "StepTimeoutError",
+    "StreamTestError",
+    "StreamingQueryFailedError",
+    "TestInputTopic",
+    "TestOutputTopic",
+    "TestRecord",
+    "TimeWentBackwardsError",
+    "Topology",
+    "TopologyError",
+    "TopologyTestDriver",
+    "UnknownTopicError",
+    "UnsupportedSchemaError",
+    "UnsupportedSparkVersionError",
+    "format_timeline",
+    "test_spark_session",
+]

@@ -1,0 +1,193 @@
+"""One output's streaming query, as the driver sees it: start, feed, trigger, stop.
+
+A runner turns what the adapter reports (sink callbacks, progress, the shadow
+watermark) into immutable :class:`BatchRecord` values.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ._spark import clock as _clock
+from ._spark.jvm import Jvm
+from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
+from ._spark.sink import CollectingSink
+from ._spark.watermark import ShadowWatermark
+from ._time import from_ms
+from ._values import row_decoder
+from .errors import StepTimeoutError, StreamingQueryFailedError
+from .records import BatchRecord, TestRecord
+from .topology import _BuiltOutput
+
+
+class QueryRunner:
+    def __init__(
+        self, jvm: Jvm, built: _BuiltOutput, checkpoint: str, trigger_interval_ms: int,
+        timeout_s: float,
+    ) -> None:
+        self.name = built.spec.name
+        self.built = built
+        self.input_names = tuple(name for name, _ in built.streams)
+        self._jvm = jvm
+        self._checkpoint = checkpoint
+        self._interval_ms = trigger_interval_ms
+        self._timeout_s = timeout_s
+        self._schema_json = built.dataframe.schema.json()
+        self._decode = row_decoder(built.dataframe.schema)
+        self._pending: dict[str, list[str]] = {name: [] for name in self.input_names}
+        self._pending_records: list[TestRecord] = []
+        self._in_flight: list[TestRecord] = []
+        self.last_batch: BatchRecord | None = None
+        self.next_batch_id = 0
+        self.clock: _clock.ManualClock | None = None
+        self._sink: CollectingSink | None = None
+        self._jquery: Any = None
+        self._shadow: ShadowWatermark | None = None
+        self._watermark_ms = 0
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self, now_ms: int) -> list[BatchRecord]:
+        """Start (or restart from the checkpoint) at ``now_ms``. Spark runs the first
+        trigger at once; returns the batch it ran, if any."""
+        self.clock = _clock.ManualClock(now_ms)
+        self._sink = CollectingSink(self._jvm)
+        self._jquery = start_query(
+            self._jvm,
+            self.built.dataframe,
+            name=f"streamtest-{self.name}",
+            checkpoint=self._checkpoint,
+            output_mode=self.built.spec.output_mode,
+            trigger_interval_ms=self._interval_ms,
+            clock=self.clock,
+            sink=self._sink.to_java(self._schema_json),
+        )
+        self._shadow = None
+        return self.finish_trigger(0)
+
+    def stop(self) -> None:
+        if self._jquery is None or self.clock is None:
+            return
+        jquery, clock, sink = self._jquery, self.clock, self._sink
+        self._jquery = None
+        try:
+            stop_query(jquery, clock)
+        finally:
+            pool = self._jvm.callback_pool()
+            with pool.lock:
+                for key in [k for k, v in pool.dict.items() if v is clock or v is sink]:
+                    del pool.dict[key]
+
+    @property
+    def running(self) -> bool:
+        return self._jquery is not None
+
+    # --- input ----------------------------------------------------------------------------
+    def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+        self._pending[input_name].extend(lines)
+        self._pending_records.extend(records)
+
+    def flush(self) -> None:
+        """Hand everything piped since the last trigger to the sources (one offset each)."""
+        for input_name, stream in self.built.streams:
+            lines = self._pending[input_name]
+            if lines:
+                stream.add_json_lines(lines)
+                self._pending[input_name] = []
+        self._in_flight.extend(self._pending_records)
+        self._pending_records = []
+
+    # --- triggers -------------------------------------------------------------------------
+    @property
+    def wait_calls(self) -> int:
+        assert self.clock is not None
+        return self.clock.wait_calls
+
+    def clock_set(self, now_ms: int) -> bool:
+        """Move this query's clock; True if a trigger comes due (the query wakes)."""
+        assert self.clock is not None
+        return self.clock.set_time(now_ms)
+
+    def clock_release(self) -> bool:
+        """Let this query run one trigger at the current time."""
+        assert self.clock is not None
+        self.clock.release_once()
+        return True
+
+    def watermark_ms(self) -> int | None:
+        return self._watermark_ms if self.built.has_watermark else None
+
+    def finish_trigger(self, wait_calls_before: int) -> list[BatchRecord]:
+        """Wait until the trigger(s) let run have finished; return the batches they ran."""
+        assert self.clock is not None and self._sink is not None
+        try:
+            self.clock.await_idle(
+                wait_calls_before + 1, self._jquery.isActive, self._timeout_s
+            )
+        except _clock.QueryInactive:
+            cause = failure_text(self._jquery) or "the query stopped without an error"
+            raise StreamingQueryFailedError(self.name, self.next_batch_id, cause) from None
+        except _clock.ClockWaitTimeout:
+            raise StepTimeoutError(
+                f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "
+                f"within {self._timeout_s:.0f} s; raise the driver's timeout= if the batch is "
+                "legitimately slow"
+            ) from None
+        return [self._record(batch_id, rows) for batch_id, rows in self._sink.take_batches()]
+
+    def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
+        assert self.clock is not None
+        if self._shadow is None:
+            self._shadow = ShadowWatermark(
+                self._jvm, stream_execution(self._jquery), self._watermark_ms
+            )
+        progress = self._progress(batch_id)
+        num_input = int(progress.get("numInputRows", 0))
+        consumed: tuple[TestRecord, ...] = ()
+        if num_input:
+            consumed, self._in_flight = tuple(self._in_flight), []
+        processing_time = from_ms(self.clock.now_ms)
+        self._watermark_ms = self._shadow.after_batch()
+        operators = tuple(progress.get("stateOperators") or ())
+        outputs = tuple(
+            TestRecord(
+                self._decode(row), topic=self.name, batch_id=batch_id,
+                processing_time=processing_time,
+            )
+            for row in rows
+        )
+        has_wm = self.built.has_watermark
+        record = BatchRecord(
+            output=self.name,
+            batch_id=batch_id,
+            processing_time=processing_time,
+            watermark=_progress_watermark(progress) if has_wm else None,
+            watermark_after=from_ms(self._watermark_ms) if has_wm else None,
+            input_records=consumed,
+            output_records=outputs,
+            num_input_rows=num_input,
+            num_rows_dropped_by_watermark=sum(
+                int(op.get("numRowsDroppedByWatermark", 0)) for op in operators
+            ),
+            num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),
+            state_operators=operators,
+        )
+        self.last_batch = record
+        self.next_batch_id = batch_id + 1
+        return record
+
+    def _progress(self, batch_id: int) -> dict[str, Any]:
+        progress = last_progress(self._jquery)
+        if progress is None or progress.get("batchId") != batch_id:
+            raise RuntimeError(
+                f"internal error: no progress for batch {batch_id} of output {self.name!r} "
+                f"(last progress: {None if progress is None else progress.get('batchId')})"
+            )
+        return progress
+
+
+
+def _progress_watermark(progress: dict[str, Any]) -> datetime | None:
+    """The watermark Spark reports it used during the batch."""
+    text = (progress.get("eventTime") or {}).get("watermark")
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))

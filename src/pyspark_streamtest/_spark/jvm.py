@@ -1,0 +1,75 @@
+"""Small Py4J helpers shared by the adapter modules."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from pyspark.sql import SparkSession
+
+JavaObject = Any  # a py4j JavaObject / JavaMember: untyped by nature
+
+
+class Jvm:
+    """Handles to one session's JVM, with the conversions the adapter needs."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.jspark: JavaObject = spark._jsparkSession
+        self.jvm: JavaObject = spark.sparkContext._jvm
+        self.gateway: JavaObject = spark.sparkContext._gateway
+
+    def class_for_name(self, name: str) -> JavaObject:
+        loader = self.jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        return self.jvm.java.lang.Class.forName(name, False, loader)
+
+    def class_exists(self, name: str) -> bool:
+        try:
+            self.class_for_name(name)
+        except Exception:
+            return False
+        return True
+
+    def scala_object(self, name: str) -> JavaObject:
+        """The singleton of Scala ``object name`` (its ``MODULE$``)."""
+        return self.class_for_name(name + "$").getField("MODULE$").get(None)
+
+    def method_param_types(self, jclass: JavaObject, method: str) -> list[list[str]]:
+        return [
+            [p.getName() for p in m.getParameterTypes()]
+            for m in jclass.getMethods()
+            if m.getName() == method
+        ]
+
+    def some(self, value: Any) -> JavaObject:
+        return self.jvm.scala.Option.apply(value)
+
+    def none(self) -> JavaObject:
+        return self.jvm.scala.Option.empty()
+
+    def seq(self, items: Iterable[Any]) -> JavaObject:
+        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(list(items))
+
+    def scala_map(self, items: Mapping[str, str] | None = None) -> JavaObject:
+        jmap = self.jvm.java.util.HashMap()
+        for key, value in (items or {}).items():
+            jmap.put(key, value)
+        return self.jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
+
+    def callback_pool(self) -> Any:
+        """Py4J's pool of Python objects the JVM holds references to."""
+        return self.gateway._gateway_client.gateway_property.pool
+
+
+def java_error_text(error: BaseException) -> str:
+    """The most useful text of an error raised through Py4J.
+
+    For a ``Py4JJavaError`` this is the Java exception's ``toString()`` (class and
+    message) rather than Py4J's wrapper text with the full Java stack.
+    """
+    jexc = getattr(error, "java_exception", None)
+    if jexc is not None:
+        try:
+            return str(jexc.toString())
+        except Exception:  # the gateway may already be gone
+            pass
+    return f"{type(error).__name__}: {error}"

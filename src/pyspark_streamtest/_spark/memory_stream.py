@@ -1,0 +1,52 @@
+"""JVM ``MemoryStream[String]`` inputs carrying JSON lines.
+
+Rows reach the JVM as one string of JSON lines per step: the string is split in
+the JVM and appended with one ``addData`` call (one offset, so everything added
+between two triggers lands in one micro-batch). Parsing to the declared schema
+happens inside the query (``from_json`` with FAILFAST), so moving rows in costs a
+handful of Py4J calls and no Spark job, whatever the number of rows.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from .jvm import JavaObject, Jvm
+from .versions import capabilities
+
+try:  # 4.x: the classic DataFrame wraps a JVM Dataset
+    from pyspark.sql.classic.dataframe import DataFrame as _ClassicDataFrame
+except ImportError:  # 3.5
+    _ClassicDataFrame = DataFrame  # type: ignore[misc]
+
+
+def wrap_dataframe(jvm: Jvm, jdf: JavaObject) -> DataFrame:
+    return _ClassicDataFrame(jdf, jvm.spark)  # type: ignore[arg-type]
+
+
+class JsonMemoryStream:
+    """One JVM MemoryStream of JSON lines and the typed DataFrame over it."""
+
+    def __init__(self, jvm: Jvm, schema: StructType) -> None:
+        self._jvm = jvm
+        caps = capabilities(jvm)
+        factory = jvm.scala_object(caps.memory_stream_class)
+        encoder = jvm.jvm.org.apache.spark.sql.Encoders.STRING()
+        context = jvm.jspark if caps.memory_stream_takes_session else jvm.jspark.sqlContext()
+        self._stream: JavaObject = factory.apply(encoder, context)
+        self._newline = jvm.jvm.java.util.regex.Pattern.compile("\n")
+        raw = self._stream.toDF()
+        self.raw_expr_id: int = int(raw.queryExecution().analyzed().output().head().exprId().id())
+        functions = jvm.jvm.org.apache.spark.sql.functions
+        options = jvm.jvm.java.util.HashMap()
+        options.put("mode", "FAILFAST")
+        jschema = jvm.jspark.parseDataType(schema.json())
+        parsed = functions.from_json(functions.col("value"), jschema, options).alias("r")
+        jdf = raw.select(jvm.seq([parsed])).select(jvm.seq([functions.col("r.*")]))
+        self.dataframe: DataFrame = wrap_dataframe(jvm, jdf)
+
+    def add_json_lines(self, lines: list[str]) -> None:
+        """Append rows (each one JSON object without newlines) as one offset."""
+        jlist = self._newline.splitAsStream("\n".join(lines)).toList()
+        self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist))

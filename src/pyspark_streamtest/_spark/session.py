@@ -1,0 +1,68 @@
+"""The test-tuned local SparkSession and session checks."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+from pyspark.sql import SparkSession
+
+from ..errors import SparkConnectNotSupportedError
+from .versions import check_pyspark_version
+
+_LOG4J2 = Path(__file__).with_name("log4j2.properties")
+
+# Chosen for small, fast, deterministic tests on a laptop or a 2-core CI box.
+TEST_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def build_test_session(
+    *, master: str = "local[2]", conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """Get or create the test-tuned session (see :func:`pyspark_streamtest.test_spark_session`)."""
+    check_pyspark_version()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        ensure_classic_session(active)
+        return active
+    warehouse = tempfile.mkdtemp(prefix="pyspark-streamtest-warehouse-")
+    atexit.register(shutil.rmtree, warehouse, True)
+    settings = dict(TEST_CONF)
+    settings["spark.pyspark.python"] = sys.executable
+    settings["spark.sql.warehouse.dir"] = warehouse
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_LOG4J2.as_uri()}"
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def ensure_classic_session(spark: object) -> None:
+    """Raise for anything but a classic (JVM-backed) SparkSession."""
+    if not hasattr(spark, "_jsparkSession"):
+        kind = f"{type(spark).__module__}.{type(spark).__qualname__}"
+        raise SparkConnectNotSupportedError(
+            f"{kind} is a Spark Connect session; the driver needs a classic session with a "
+            "local JVM (it controls the query's trigger clock and memory sources in that JVM). "
+            "Create one with SparkSession.builder.master('local[2]') without .remote(...), "
+            "or use pyspark_streamtest.test_spark_session()."
+        )

@@ -1,0 +1,49 @@
+"""A sink the driver owns: Spark's ``ForeachBatchSink`` calling back into Python.
+
+For every micro-batch (no-data batches included) Spark calls ``apply(dataset,
+batch_id)`` on the stream thread; we collect the batch's rows once, which is the
+batch's only Spark job. The callback is also how the driver learns that a trigger
+ran a batch, and which one.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pyspark.sql import Row
+
+from .jvm import JavaObject, Jvm
+from .memory_stream import wrap_dataframe
+
+
+class CollectingSink:
+    """``scala.Function2[Dataset[Row], Long, Unit]`` that keeps each batch's rows."""
+
+    def __init__(self, jvm: Jvm) -> None:
+        self._jvm = jvm
+        self._lock = threading.Lock()
+        self._batches: list[tuple[int, list[Row]]] = []
+
+    def apply(self, jds: JavaObject, batch_id: Any) -> None:
+        rows = wrap_dataframe(self._jvm, jds).collect()
+        with self._lock:
+            self._batches.append((int(batch_id), rows))
+        return None
+
+    class Java:
+        implements = ["scala.Function2"]
+
+    def take_batches(self) -> list[tuple[int, list[Row]]]:
+        """The batches written since the last call, in order."""
+        with self._lock:
+            batches, self._batches = self._batches, []
+        return batches
+
+    def to_java(self, schema_json: str) -> JavaObject:
+        """The JVM sink object wrapping this callback."""
+        jvm = self._jvm
+        jschema = jvm.jspark.parseDataType(schema_json)
+        encoders = jvm.scala_object("org.apache.spark.sql.catalyst.encoders.ExpressionEncoder")
+        sinks = jvm.jvm.org.apache.spark.sql.execution.streaming.sources
+        return sinks.ForeachBatchSink(self, encoders.apply(jschema))

@@ -1,0 +1,110 @@
+"""Which Spark internals this session offers, detected once by reflection.
+
+Every per-version branch of the adapter reads a field of :class:`Capabilities`;
+nothing else in the package compares version strings. Facts per line (3.5 to 4.3)
+are listed in the project's shared reference notes; detection here prefers "does
+the class / overload exist" over "which version is this".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import pyspark
+
+from ..errors import UnsupportedSparkVersionError
+from .jvm import Jvm
+
+MINIMUM_PYSPARK = (3, 5)
+
+_MEMORY_STREAM_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1 and later
+    "org.apache.spark.sql.execution.streaming.MemoryStream",  # 3.5, 4.0
+)
+_WATERMARK_TRACKER_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
+    "org.apache.spark.sql.execution.streaming.WatermarkTracker",  # 3.5, 4.0
+)
+_STATE_DATA_SOURCE = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the running Spark offers the adapter."""
+
+    spark_version: str
+    memory_stream_class: str
+    memory_stream_takes_session: bool
+    """``MemoryStream.apply(Encoder, SparkSession)`` exists (4.1+); else ``(Encoder, SQLContext)``."""
+    start_query_has_sink_name: bool
+    """``startQuery`` has the ``userSpecifiedSinkName`` parameter (4.2+, 13 parameters)."""
+    watermark_tracker_class: str
+    watermark_tracker_takes_plan: bool
+    """``WatermarkTracker.apply(conf, logicalPlan)`` (4.x) rather than ``apply(conf)``."""
+    state_data_source: bool
+    """The ``statestore`` / ``state-metadata`` readers exist (4.0+)."""
+
+
+_CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
+
+
+def pyspark_version_tuple(version: str = pyspark.__version__) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def check_pyspark_version(version: str = pyspark.__version__) -> None:
+    """Raise :class:`UnsupportedSparkVersionError` for PySpark older than 3.5."""
+    if pyspark_version_tuple(version) < MINIMUM_PYSPARK:
+        raise UnsupportedSparkVersionError(
+            f"PySpark {version} is not supported: pyspark-streamtest needs PySpark 3.5 or "
+            "later (3.5, 4.0, 4.1, 4.2 and 4.3 are tested). Upgrade pyspark."
+        )
+
+
+def capabilities(jvm: Jvm) -> Capabilities:
+    """Detect (once per JVM gateway) what this Spark offers."""
+    key = jvm.gateway
+    found = _CACHE.get(key)
+    if found is None:
+        found = _detect(jvm)
+        _CACHE[key] = found
+    return found
+
+
+def _first_existing(jvm: Jvm, names: tuple[str, ...], what: str) -> str:
+    for name in names:
+        if jvm.class_exists(name):
+            return name
+    raise UnsupportedSparkVersionError(
+        f"this Spark ({jvm.spark.version}) has no {what} class (looked for {', '.join(names)}); "
+        "pyspark-streamtest supports PySpark 3.5 to 4.3"
+    )
+
+
+def _detect(jvm: Jvm) -> Capabilities:
+    check_pyspark_version(jvm.spark.version)
+    memory_stream = _first_existing(jvm, _MEMORY_STREAM_CLASSES, "MemoryStream")
+    applies = jvm.method_param_types(jvm.class_for_name(memory_stream + "$"), "apply")
+    takes_session = ["org.apache.spark.sql.Encoder", "org.apache.spark.sql.SparkSession"] in applies
+
+    manager = jvm.jspark.streams()
+    start_query = jvm.method_param_types(manager.getClass(), "startQuery")
+    if len(start_query) != 1 or len(start_query[0]) not in (12, 13):
+        raise UnsupportedSparkVersionError(
+            f"this Spark ({jvm.spark.version}) has an unknown StreamingQueryManager.startQuery "
+            f"({[len(p) for p in start_query]} parameters); supported: PySpark 3.5 to 4.3"
+        )
+    tracker = _first_existing(jvm, _WATERMARK_TRACKER_CLASSES, "WatermarkTracker")
+    tracker_applies = jvm.method_param_types(jvm.class_for_name(tracker + "$"), "apply")
+    return Capabilities(
+        spark_version=str(jvm.spark.version),
+        memory_stream_class=memory_stream,
+        memory_stream_takes_session=takes_session,
+        start_query_has_sink_name=len(start_query[0]) == 13,
+        watermark_tracker_class=tracker,
+        watermark_tracker_takes_plan=any(len(p) == 2 for p in tracker_applies),
+        state_data_source=jvm.class_exists(_STATE_DATA_SOURCE),
+    )

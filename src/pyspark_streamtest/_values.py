@@ -1,0 +1,308 @@
+"""Values in and out of the JVM, checked against the schema.
+
+In: each piped value (dict, Row or tuple) is checked field by field and turned into
+one JSON object whose text Spark's ``from_json`` parses back to exactly the same
+values (timestamps as UTC ISO strings with microseconds, binary as base64, decimals
+as strings). Out: collected Rows become plain dicts, timestamps aware in UTC.
+Converters are compiled once per schema; the per-value path does no schema lookups.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import difflib
+import json
+import math
+from decimal import Decimal
+from typing import Any, Callable, Mapping, Sequence
+
+from pyspark.sql import Row
+from pyspark.sql import types as T
+
+from .errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaError
+
+Encoder = Callable[[Any, str], Any]
+_UTC = _dt.timezone.utc
+
+_INT_RANGES = {
+    T.ByteType: (-(2**7), 2**7 - 1),
+    T.ShortType: (-(2**15), 2**15 - 1),
+    T.IntegerType: (-(2**31), 2**31 - 1),
+    T.LongType: (-(2**63), 2**63 - 1),
+}
+
+
+def _fail(path: str, expected: str, value: Any) -> SchemaMismatchError:
+    return SchemaMismatchError(
+        f"field {path!r} expects {expected}, got {type(value).__name__} {value!r}"
+    )
+
+
+def _int_encoder(dtype: T.DataType) -> Encoder:
+    low, high = _INT_RANGES[type(dtype)]
+    name = dtype.simpleString().upper()
+
+    def encode(value: Any, path: str) -> Any:
+        if type(value) is bool or not isinstance(value, int):
+            raise _fail(path, f"{name} (a Python int)", value)
+        if not low <= value <= high:
+            raise SchemaMismatchError(f"field {path!r}: {value} is out of range for {name}")
+        return value
+
+    return encode
+
+
+def _float_encoder(dtype: T.DataType) -> Encoder:
+    name = dtype.simpleString().upper()
+
+    def encode(value: Any, path: str) -> Any:
+        if type(value) is bool or not isinstance(value, (int, float)):
+            raise _fail(path, f"{name} (a Python float)", value)
+        value = float(value)
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+
+    return encode
+
+
+def _string(value: Any, path: str) -> Any:
+    if not isinstance(value, str):
+        raise _fail(path, "STRING (a Python str)", value)
+    return value
+
+
+def _boolean(value: Any, path: str) -> Any:
+    if not isinstance(value, bool):
+        raise _fail(path, "BOOLEAN (a Python bool)", value)
+    return value
+
+
+def _binary(value: Any, path: str) -> Any:
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise _fail(path, "BINARY (Python bytes)", value)
+    return base64.b64encode(bytes(value)).decode("ascii")
+
+
+def _date(value: Any, path: str) -> Any:
+    if isinstance(value, _dt.datetime) or not isinstance(value, _dt.date):
+        raise _fail(path, "DATE (a datetime.date)", value)
+    return value.isoformat()
+
+
+def _timestamp(value: Any, path: str) -> Any:
+    if not isinstance(value, _dt.datetime):
+        raise _fail(path, "TIMESTAMP (a timezone-aware datetime)", value)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise NaiveDatetimeError(
+            f"field {path!r} is a naive datetime ({value.isoformat()}); TIMESTAMP values must "
+            "be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)"
+        )
+    return value.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _timestamp_ntz(value: Any, path: str) -> Any:
+    if not isinstance(value, _dt.datetime):
+        raise _fail(path, "TIMESTAMP_NTZ (a naive datetime)", value)
+    if value.tzinfo is not None:
+        raise _fail(path, "TIMESTAMP_NTZ (a naive datetime, without tzinfo)", value)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def _decimal_encoder(dtype: T.DecimalType) -> Encoder:
+    def encode(value: Any, path: str) -> Any:
+        if type(value) is bool or not isinstance(value, (Decimal, int)):
+            raise _fail(path, f"{dtype.simpleString().upper()} (a decimal.Decimal)", value)
+        number = Decimal(value)
+        if not number.is_finite():
+            raise SchemaMismatchError(f"field {path!r}: {value} is not a finite decimal")
+        _, digits, raw_exponent = number.normalize().as_tuple()
+        exponent = int(raw_exponent)  # an int for every finite Decimal
+        scale = max(-exponent, 0)
+        integer_digits = max(len(digits) + exponent, 0)
+        if number != 0 and (
+            scale > dtype.scale or integer_digits > dtype.precision - dtype.scale
+        ):
+            raise SchemaMismatchError(
+                f"field {path!r}: {value} does not fit {dtype.simpleString().upper()} "
+                f"(at most {dtype.precision - dtype.scale} digits before the point and "
+                f"{dtype.scale} after)"
+            )
+        return str(number)
+
+    return encode
+
+
+def _array_encoder(dtype: T.ArrayType) -> Encoder:
+    element = _nullable(encoder_for(dtype.elementType), dtype.containsNull)
+
+    def encode(value: Any, path: str) -> Any:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+            raise _fail(path, f"{dtype.simpleString().upper()} (a list)", value)
+        return [element(item, f"{path}[{i}]") for i, item in enumerate(value)]
+
+    return encode
+
+
+def _map_encoder(dtype: T.MapType) -> Encoder:
+    if not isinstance(dtype.keyType, T.StringType):
+        raise UnsupportedSchemaError(
+            f"{dtype.simpleString()} has {dtype.keyType.simpleString()} keys; driver inputs "
+            "support maps with STRING keys only. Declare the input with STRING keys and cast "
+            "in the topology."
+        )
+    value_encoder = _nullable(encoder_for(dtype.valueType), dtype.valueContainsNull)
+
+    def encode(value: Any, path: str) -> Any:
+        if not isinstance(value, Mapping):
+            raise _fail(path, f"{dtype.simpleString().upper()} (a dict)", value)
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _fail(f"{path} key", "STRING", key)
+            out[key] = value_encoder(item, f"{path}[{key!r}]")
+        return out
+
+    return encode
+
+
+def _nullable(encoder: Encoder, nullable: bool) -> Encoder:
+    def encode(value: Any, path: str) -> Any:
+        if value is None:
+            if not nullable:
+                raise SchemaMismatchError(f"field {path!r} is not nullable, got None")
+            return None
+        return encoder(value, path)
+
+    return encode
+
+
+class StructEncoder:
+    """Checks a dict / Row / tuple against a struct and returns a JSON-ready dict."""
+
+    def __init__(self, schema: T.StructType, prefix: str = "") -> None:
+        self.schema = schema
+        self.names = [f.name for f in schema.fields]
+        self._prefix = prefix
+        self._fields = [
+            (f.name, _nullable(encoder_for(f.dataType, f"{prefix}{f.name}."), f.nullable))
+            for f in schema.fields
+        ]
+        self._index = set(self.names)
+
+    def as_mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if isinstance(value, Row) and hasattr(value, "__fields__"):
+            return value.asDict(recursive=False)
+        if isinstance(value, Mapping):
+            return value
+        if isinstance(value, (tuple, list)):
+            if len(value) != len(self.names):
+                raise SchemaMismatchError(
+                    f"{path or 'value'} has {len(value)} positional fields, the schema has "
+                    f"{len(self.names)} ({', '.join(self.names)}); pass all of them in "
+                    "order, or a dict by name"
+                )
+            return dict(zip(self.names, value))
+        raise SchemaMismatchError(
+            f"{path or 'value'} must be a dict, a Row or a tuple matching the schema "
+            f"({self.schema.simpleString()}), got {type(value).__name__} {value!r}"
+        )
+
+    def encode_mapping(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = [key for key in value if key not in self._index]
+        if unknown:
+            key = unknown[0]
+            close = difflib.get_close_matches(str(key), self.names, n=1)
+            hint = f"; did you mean {self._prefix}{close[0]!r}?" if close else ""
+            raise SchemaMismatchError(
+                f"field {self._prefix}{key!r} is not in the schema "
+                f"({self.schema.simpleString()}){hint}"
+            )
+        return {
+            name: encode(value.get(name), f"{self._prefix}{name}")
+            for name, encode in self._fields
+        }
+
+    def __call__(self, value: Any, path: str) -> Any:
+        return self.encode_mapping(self.as_mapping(value, path))
+
+
+def encoder_for(dtype: T.DataType, prefix: str = "") -> Encoder:
+    if isinstance(dtype, T.StringType):
+        return _string
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return _int_encoder(dtype)
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return _float_encoder(dtype)
+    if isinstance(dtype, T.BooleanType):
+        return _boolean
+    if isinstance(dtype, T.BinaryType):
+        return _binary
+    if isinstance(dtype, T.DateType):
+        return _date
+    if isinstance(dtype, T.TimestampNTZType):
+        return _timestamp_ntz
+    if isinstance(dtype, T.TimestampType):
+        return _timestamp
+    if isinstance(dtype, T.DecimalType):
+        return _decimal_encoder(dtype)
+    if isinstance(dtype, T.ArrayType):
+        return _array_encoder(dtype)
+    if isinstance(dtype, T.MapType):
+        return _map_encoder(dtype)
+    if isinstance(dtype, T.StructType):
+        return StructEncoder(dtype, prefix)
+    raise UnsupportedSchemaError(
+        f"driver inputs do not support {dtype.simpleString()} columns; supported: strings, "
+        "numbers, booleans, binary, decimals, dates, timestamps, arrays, structs and maps "
+        "with string keys"
+    )
+
+
+def to_json_line(encoded: Mapping[str, Any]) -> str:
+    """One line of JSON (json.dumps escapes newlines inside strings)."""
+    return json.dumps(encoded, separators=(",", ":"), allow_nan=False)
+
+
+# --- out ------------------------------------------------------------------------------------
+Decoder = Callable[[Any], Any]
+
+
+def _decode_timestamp(value: Any) -> Any:
+    # PySpark gives naive datetimes in this process's local time zone; make them aware.
+    return value.astimezone(_UTC)
+
+
+def decoder_for(dtype: T.DataType) -> Decoder | None:
+    """A function making a collected value plain Python, or None when it already is."""
+    if isinstance(dtype, T.TimestampType) and not isinstance(dtype, T.TimestampNTZType):
+        return _decode_timestamp
+    if isinstance(dtype, T.StructType):
+        return row_decoder(dtype)
+    if isinstance(dtype, T.ArrayType):
+        inner = decoder_for(dtype.elementType)
+        if inner is None:
+            return list
+        return lambda items: [None if x is None else inner(x) for x in items]
+    if isinstance(dtype, T.MapType):
+        key = decoder_for(dtype.keyType) or (lambda k: k)
+        val = decoder_for(dtype.valueType) or (lambda v: v)
+        return lambda items: {key(k): (None if v is None else val(v)) for k, v in items.items()}
+    if isinstance(dtype, T.BinaryType):
+        return bytes
+    return None
+
+
+def row_decoder(schema: T.StructType) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    plan = [(f.name, decoder_for(f.dataType)) for f in schema.fields]
+
+    def decode(row: Sequence[Any]) -> dict[str, Any]:
+        return {
+            name: (value if decode_field is None or value is None else decode_field(value))
+            for (name, decode_field), value in zip(plan, row)
+        }
+
+    return decode

@@ -1,0 +1,406 @@
+"""The TopologyTestDriver: run a topology's real streaming queries, deterministically."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections import deque
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Callable, Iterable, Sequence
+
+from pyspark.sql import SparkSession
+
+from ._runner import QueryRunner
+from ._spark.jvm import Jvm
+from ._spark.session import build_test_session, ensure_classic_session
+from ._spark.versions import capabilities
+from ._time import duration_ms, from_ms, require_aware, to_ms
+from .clock import DEFAULT_START_TIME, _PythonClockFreeze
+from .errors import DriverClosedError, StreamTestError, UnknownTopicError
+from .records import BatchRecord, TestRecord
+from .topics import TestInputTopic, TestOutputTopic
+from .topology import TopologyFunction, _InputSpec, build_topology
+
+__all__ = ["TopologyTestDriver"]
+
+_MAX_ROUNDS = 10_000
+
+
+class TopologyTestDriver:
+    """Drives a topology's streaming queries on a clock the test controls.
+
+    **What runs.** Every output declared by the topology function runs as a real Spark
+    Structured Streaming micro-batch query (``Trigger.ProcessingTime(trigger_interval)``,
+    a checkpoint in a temporary directory, a sink the driver owns). Inputs are Spark
+    memory sources. The queries start when the driver is created; the first trigger
+    finds no data and runs no batch.
+
+    **Processing time** starts at ``start_time`` and moves only when the test says so.
+    It is each query's trigger clock, so it is the batch timestamp Spark uses for
+    ``current_timestamp()`` and processing-time timeouts. Spark schedules triggers at
+    multiples of ``trigger_interval`` since the epoch.
+
+    **When batches run.** Piping records only buffers them. A micro-batch runs only
+    inside :meth:`advance_wall_clock` (at each trigger time the clock passes) or
+    :meth:`process_all_available` (at the current time, until Spark has nothing left
+    to do). At a trigger Spark runs at most one batch per query: a *data batch* with
+    every record piped to that query since its previous batch, or a *no-data batch*
+    when the watermark moved far enough to emit or evict state, or when the query has
+    processing-time timeouts; otherwise nothing. All queries step in lock-step on the
+    one clock.
+
+    **Outputs** are read through :meth:`create_output_topic` (reading removes records,
+    like a queue). :attr:`batches` keeps the whole history, one :class:`BatchRecord`
+    per batch.
+
+    **Differences from production.** Batches take no processing time (the clock stands
+    still while Spark works). A trigger that comes due while the clock jumps is not
+    "late": the driver stops at each trigger time on the way.
+
+    Use as a context manager, or call :meth:`close`. ``close()`` stops every query,
+    releases their clocks and deletes the checkpoints.
+    """
+
+    def __init__(
+        self,
+        topology: TopologyFunction,
+        *,
+        spark: SparkSession | None = None,
+        start_time: datetime = DEFAULT_START_TIME,
+        trigger_interval: timedelta = timedelta(seconds=1),
+        freeze_python_clock: bool = False,
+        checkpoint_root: str | os.PathLike[str] | None = None,
+        timeout: timedelta = timedelta(minutes=2),
+    ) -> None:
+        """Build the topology and start its queries.
+
+        ``spark`` defaults to :func:`~pyspark_streamtest.test_spark_session` (a local,
+        test-tuned session). ``checkpoint_root`` is where the temporary checkpoint
+        directory is made (default: ``/dev/shm`` when writable, else the system temp
+        directory). ``timeout`` bounds how long one trigger may take before the driver
+        gives up with :class:`~pyspark_streamtest.errors.StepTimeoutError`.
+        """
+        if not callable(topology):
+            raise TypeError(
+                f"topology must be a function taking a Topology, got {type(topology).__name__}"
+            )
+        self._now_ms = to_ms(require_aware(start_time, "start_time"))
+        self._interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
+        timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
+        self._closed = False
+        self._runners: list[QueryRunner] = []
+        self._history: list[BatchRecord] = []
+        self._freeze: _PythonClockFreeze | None = None
+        self._checkpoints: str | None = None
+        session = spark if spark is not None else build_test_session()
+        ensure_classic_session(session)
+        self._spark = session
+        jvm = Jvm(session)
+        capabilities(jvm)
+        try:
+            self._inputs, built = build_topology(topology, session, jvm)
+            self._queues: dict[str, deque[TestRecord]] = {b.spec.name: deque() for b in built}
+            self._checkpoints = tempfile.mkdtemp(
+                prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
+            )
+            for index, output in enumerate(built):
+                folder = os.path.join(self._checkpoints, f"{index}-{_safe(output.spec.name)}")
+                runner = QueryRunner(jvm, output, folder, self._interval_ms, timeout_ms / 1000)
+                self._runners.append(runner)
+                self._absorb(runner.start(self._now_ms))
+            if freeze_python_clock:
+                self._freeze = _PythonClockFreeze(self.current_time)
+        except BaseException:
+            self._close_after_failure()
+            raise
+
+    # --- context manager ------------------------------------------------------------------
+    def __enter__(self) -> TopologyTestDriver:
+        self._check_open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every query, release their clocks, delete the checkpoints, unfreeze
+        Python's clock. Idempotent. The history (:attr:`batches`) stays readable."""
+        if not self._closed:
+            self._shutdown()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- topics ---------------------------------------------------------------------------
+    def create_input_topic(
+        self,
+        name: str,
+        *,
+        start_timestamp: datetime | None = None,
+        auto_advance: timedelta | None = None,
+    ) -> TestInputTopic:
+        """A handle to pipe records into input ``name``.
+
+        The handle has its own record time, starting at ``start_timestamp`` (default:
+        the driver's ``start_time``) and moving by ``auto_advance`` (default: not at all)
+        after each record piped without an explicit timestamp. Record time is event
+        time; it never moves processing time.
+        """
+        self._check_open()
+        spec = self._input_spec(name)
+        start = self.current_time if start_timestamp is None else start_timestamp
+        return TestInputTopic._create(
+            self,
+            spec,
+            require_aware(start, "start_timestamp"),
+            timedelta(0) if auto_advance is None else auto_advance,
+        )
+
+    def create_output_topic(self, name: str) -> TestOutputTopic:
+        """A handle to read what output ``name`` emitted. All handles of one output share
+        one queue: a record read through any handle is gone from all of them."""
+        self._check_open()
+        if name not in self._queues:
+            raise UnknownTopicError(
+                f"unknown output {name!r}; this topology's outputs are "
+                f"{_names(self._queues)}"
+            )
+        return TestOutputTopic._create(self, name, self._queues[name])
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self._runners)
+
+    # --- time -----------------------------------------------------------------------------
+    @property
+    def current_time(self) -> datetime:
+        """The driver's processing time (aware, UTC)."""
+        return from_ms(self._now_ms)
+
+    def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
+        """Move processing time forward by ``delta`` and run the triggers Spark runs.
+
+        The clock stops at every trigger time in ``(now, now + delta]`` and each query
+        runs that trigger (a data batch, a no-data batch, or nothing) before the clock
+        moves on; it ends at ``now + delta``. Once a trigger runs no batch in any query,
+        the later trigger times in the span would run none either (nothing changes
+        without data or time-based work), so the clock goes straight to the end.
+        Queries with processing-time timeouts run a batch at every trigger, as in
+        production. ``delta`` of zero runs nothing. Returns the batches run, in order.
+        """
+        self._check_open()
+        target = self._now_ms + duration_ms(delta, "delta")
+        ran: list[BatchRecord] = []
+        while True:
+            due = [r.clock.next_trigger_ms for r in self._runners if r.clock is not None]
+            next_trigger = min((t for t in due if t is not None), default=None)
+            if next_trigger is None or next_trigger > target:
+                break
+            batches = self._round(lambda r: r.clock_set(next_trigger), next_trigger)
+            ran.extend(batches)
+            if not batches:
+                break
+        ran.extend(self._round(lambda r: r.clock_set(target), target))
+        return ran
+
+    def process_all_available(self) -> list[BatchRecord]:
+        """Run batches at the current processing time until Spark has nothing left to do.
+
+        Each round lets every still-busy query run one trigger without moving the
+        clock. A query is done after a trigger that runs no batch, or that runs a
+        no-data batch with an unchanged watermark (such a batch is due to
+        processing-time timeouts only and repeating it at the same time changes
+        nothing). This covers the data batch for piped records and the no-data batches
+        that follow when the watermark moves (closing windows, evicting state, firing
+        event-time timeouts). The clock does not move. Returns the batches run.
+        """
+        self._check_open()
+        busy = list(self._runners)
+        ran: list[BatchRecord] = []
+        for _ in range(_MAX_ROUNDS):
+            if not busy:
+                return ran
+            before = {id(r): r.last_batch for r in busy}
+            batches = self._round(lambda r: r.clock_release(), None, busy)
+            ran.extend(batches)
+            still_busy = []
+            for runner in busy:
+                last = runner.last_batch
+                if last is None or last is before[id(runner)]:
+                    continue
+                previous = before[id(runner)]
+                timeout_only = (
+                    not last.is_data_batch
+                    and previous is not None
+                    and last.watermark == previous.watermark
+                )
+                if not timeout_only:
+                    still_busy.append(runner)
+            busy = still_busy
+        self._close_after_failure()
+        raise StreamTestError(
+            f"process_all_available() ran {_MAX_ROUNDS} rounds and Spark still had batches to "
+            "run; the queries never become idle. The driver is closed."
+        )
+
+    def _round(
+        self,
+        release: Callable[[QueryRunner], bool],
+        new_time_ms: int | None,
+        runners: Sequence[QueryRunner] | None = None,
+    ) -> list[BatchRecord]:
+        """Let each runner run (at most) one trigger; wait for all; record the batches."""
+        chosen = self._runners if runners is None else runners
+        try:
+            for runner in self._runners:
+                runner.flush()
+            started = []
+            for runner in self._runners if new_time_ms is not None else chosen:
+                calls = runner.wait_calls
+                if release(runner):
+                    started.append((runner, calls))
+            if new_time_ms is not None:
+                self._now_ms = new_time_ms
+                if self._freeze is not None:
+                    self._freeze.move_to(self.current_time)
+            batches: list[BatchRecord] = []
+            for runner, calls in started:
+                batches.extend(runner.finish_trigger(calls))
+        except StreamTestError:
+            self._close_after_failure()
+            raise
+        self._absorb(batches)
+        return batches
+
+    def _absorb(self, batches: Iterable[BatchRecord]) -> None:
+        for batch in batches:
+            self._history.append(batch)
+            self._queues[batch.output].extend(batch.output_records)
+
+    # --- state of the queries -------------------------------------------------------------
+    @property
+    def batches(self) -> tuple[BatchRecord, ...]:
+        """Every batch run so far, in the order run (across restarts; readable after close)."""
+        return tuple(self._history)
+
+    def watermark(self, output: str) -> datetime | None:
+        """The event-time watermark the next batch of ``output``'s query will use: the
+        maximum event time its batches have seen minus the ``withWatermark`` delay (the
+        minimum over several watermarks, Spark's default policy), never moving back.
+        The epoch before any event time is seen; None if the query has no watermark."""
+        self._check_open()
+        ms = self._runner(output).watermark_ms()
+        return None if ms is None else from_ms(ms)
+
+    def restart(self) -> list[BatchRecord]:
+        """Stop every query and start it again from its checkpoint, as after a crash or a
+        deploy. State and the watermark are recovered by Spark; batch ids continue;
+        records piped but not yet processed stay queued. Spark runs a first trigger at
+        once on start (a batch if one is owed); returns the batches that ran."""
+        self._check_open()
+        ran: list[BatchRecord] = []
+        try:
+            for runner in self._runners:
+                runner.stop()
+            for runner in self._runners:
+                batches = runner.start(self._now_ms)
+                self._absorb(batches)
+                ran.extend(batches)
+        except BaseException:
+            self._close_after_failure()
+            raise
+        return ran
+
+    # --- used by topic handles ------------------------------------------------------------
+    def _pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+        self._check_open()
+        for runner in self._runners:
+            if input_name in runner.input_names:
+                runner.enqueue(input_name, lines, records)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DriverClosedError(
+                "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
+                "checkpoints of a closed driver are gone)"
+            )
+
+    # --- internals ------------------------------------------------------------------------
+    def _input_spec(self, name: str) -> _InputSpec:
+        spec = self._inputs.get(name)
+        if spec is None:
+            raise UnknownTopicError(
+                f"unknown input {name!r}; this topology's inputs are {_names(self._inputs)}"
+            )
+        return spec
+
+    def _runner(self, output: str) -> QueryRunner:
+        for runner in self._runners:
+            if runner.name == output:
+                return runner
+        raise UnknownTopicError(
+            f"unknown output {output!r}; this topology's outputs are "
+            f"{_names(r.name for r in self._runners)}"
+        )
+
+    def _close_after_failure(self) -> None:
+        """Close while another error is on its way to the caller; that error wins."""
+        try:
+            self._shutdown()
+        except BaseException:
+            pass
+
+    def _shutdown(self) -> None:
+        self._closed = True
+        errors: list[BaseException] = []
+        for runner in self._runners:
+            try:
+                runner.stop()
+            except BaseException as error:  # keep stopping the others
+                errors.append(error)
+        if self._freeze is not None:
+            self._freeze.stop()
+            self._freeze = None
+        if self._checkpoints is not None:
+            shutil.rmtree(self._checkpoints, ignore_errors=True)
+            self._checkpoints = None
+        if errors:
+            raise errors[0]
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
+        return (
+            f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
+            f"{len(self._history)} batches>"
+        )
+
+
+def _names(names: Iterable[str]) -> str:
+    listed = sorted(names)
+    return ", ".join(repr(n) for n in listed) if listed else "(none)"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _checkpoint_root(root: str | os.PathLike[str] | None) -> str | None:
+    if root is not None:
+        return os.fspath(root)
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return None

@@ -1,0 +1,68 @@
+"""Immutable values: records that move through topics, and what each batch did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """One record of a topic.
+
+    On an input topic, ``timestamp`` is the record's event time (the value of the
+    input's ``timestamp_column``; None for inputs without one). On an output topic,
+    ``batch_id`` and ``processing_time`` say which micro-batch emitted it and at which
+    processing time (the batch's ``current_timestamp()``); ``timestamp`` is None.
+    ``value`` is a dict by column name (nested structs as dicts, timestamps aware UTC).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    value: Mapping[str, Any] | None
+    timestamp: datetime | None = None
+    topic: str = ""
+    batch_id: int | None = None
+    processing_time: datetime | None = None
+    key: Any = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """What one micro-batch of one output's query did.
+
+    ``watermark`` is the event-time watermark in effect *during* the batch (rows older
+    than it were dropped by stateful operators; append-mode windows ending at or
+    before it were emitted). ``watermark_after`` is the watermark Spark computes from
+    this batch (max event time seen minus the delay, under the multiple-watermark
+    policy): the next batch runs with it. Both are None for a query without
+    ``withWatermark``; before any event time is seen the watermark is the epoch.
+
+    ``input_records`` are the records piped into this query and consumed by this
+    batch; a batch without any is a *no-data batch* (Spark runs one when the watermark
+    moved enough to emit or evict, or when processing-time timeouts are pending).
+    """
+
+    output: str
+    batch_id: int
+    processing_time: datetime
+    watermark: datetime | None
+    watermark_after: datetime | None
+    input_records: tuple[TestRecord, ...]
+    output_records: tuple[TestRecord, ...]
+    num_input_rows: int
+    num_rows_dropped_by_watermark: int
+    num_state_rows_total: int
+    state_operators: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def is_data_batch(self) -> bool:
+        return self.num_input_rows > 0
+
+    @property
+    def output_values(self) -> list[Mapping[str, Any] | None]:
+        return [record.value for record in self.output_records]
