@@ -1,0 +1,124 @@
+"""pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures:
+
+``spark``
+    A session-scoped, test-tuned local SparkSession (see
+    :func:`pyspark_streamtest.test_spark_session`), created on first use. Options:
+    ``--spark-master`` (default ``local[2]``) and ``--spark-conf KEY=VALUE`` (repeatable).
+    A ``spark`` fixture of your own (in a conftest) takes precedence.
+
+``topology_driver``
+    A factory: ``topology_driver(topology, **options)`` makes a
+    :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
+    it after the test. The test then fails if any streaming query is still active.
+
+Importing this module does not import PySpark or start Spark.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .driver import TopologyTestDriver
+    from .topology import TopologyFunction
+
+DriverFactory = Callable[..., "TopologyTestDriver"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pyspark-streamtest", "pyspark-streamtest (Spark streaming tests)")
+    group.addoption(
+        "--spark-master",
+        default="local[2]",
+        help="Spark master of the session-scoped 'spark' fixture (default: local[2]).",
+    )
+    group.addoption(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Extra Spark setting for the 'spark' fixture; repeatable (default: none).",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from importlib.metadata import version
+
+    try:
+        pyspark_version = version("pyspark")
+    except Exception:
+        pyspark_version = "not installed"
+    return [
+        f"pyspark-streamtest {version('pyspark-streamtest')}: PySpark {pyspark_version}, "
+        f"Java {_java_version()}, Python {sys.version.split()[0]}, "
+        f"spark master {config.getoption('--spark-master')}"
+    ]
+
+
+def _java_version() -> str:
+    java = shutil.which("java")
+    if java is None:
+        return "not found"
+    try:
+        done = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    first = (done.stderr or done.stdout).strip().splitlines()
+    return first[0].split('"')[1] if first and '"' in first[0] else "unknown"
+
+
+def _parse_conf(items: list[str]) -> dict[str, str]:
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+@pytest.fixture(scope="session")
+def spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
+    """A local SparkSession tuned for tests, shared by the whole test session."""
+    from .session import test_spark_session
+
+    session = test_spark_session(
+        master=pytestconfig.getoption("--spark-master"),
+        conf=_parse_conf(pytestconfig.getoption("--spark-conf")),
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def topology_driver(spark: SparkSession) -> Iterator[DriverFactory]:
+    """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test."""
+    from .driver import TopologyTestDriver
+
+    made: list[TopologyTestDriver] = []
+
+    def make(topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
+        options.setdefault("spark", spark)
+        driver = TopologyTestDriver(topology, **options)
+        made.append(driver)
+        return driver
+
+    yield make
+    for driver in made:
+        driver.close()
+    leaked = [q.name for q in spark.streams.active]
+    if leaked:
+        for query in spark.streams.active:
+            query.stop()
+        pytest.fail(f"streaming queries still active after the test: {leaked}")
