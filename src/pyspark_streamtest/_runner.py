@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ._spark import clock as _clock
-from ._spark.jvm import Jvm
+from ._spark.jvm import Jvm, java_error_text
 from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from ._spark.sink import CollectingSink
 from ._spark.watermark import ShadowWatermark
@@ -66,17 +66,15 @@ class QueryRunner:
         return self.finish_trigger(0)
 
     def stop(self) -> None:
+        """Stop the query and close its clock (no callback can block after this).
+
+        The JVM may hold the Python clock and sink objects a little longer; Py4J drops
+        them from its proxy pool when the JVM garbage-collects them.
+        """
         if self._jquery is None or self.clock is None:
             return
-        jquery, clock, sink = self._jquery, self.clock, self._sink
-        self._jquery = None
-        try:
-            stop_query(jquery, clock)
-        finally:
-            pool = self._jvm.callback_pool()
-            with pool.lock:
-                for key in [k for k, v in pool.dict.items() if v is clock or v is sink]:
-                    del pool.dict[key]
+        jquery, self._jquery = self._jquery, None
+        stop_query(jquery, self.clock)
 
     @property
     def running(self) -> bool:
@@ -124,10 +122,14 @@ class QueryRunner:
             self.clock.await_idle(
                 wait_calls_before + 1, self._jquery.isActive, self._timeout_s
             )
-        except _clock.QueryInactive:
-            cause = failure_text(self._jquery) or "the query stopped without an error"
+        except _clock.QueryInactiveError:
+            cause = (
+                _error_text(self._sink.error)
+                if self._sink.error is not None
+                else failure_text(self._jquery) or "the query stopped without an error"
+            )
             raise StreamingQueryFailedError(self.name, self.next_batch_id, cause) from None
-        except _clock.ClockWaitTimeout:
+        except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "
                 f"within {self._timeout_s:.0f} s; raise the driver's timeout= if the batch is "
@@ -191,3 +193,10 @@ def _progress_watermark(progress: dict[str, Any]) -> datetime | None:
     """The watermark Spark reports it used during the batch."""
     text = (progress.get("eventTime") or {}).get("watermark")
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _error_text(error: BaseException) -> str:
+    """PySpark's converted errors print Spark's message (with a UDF's Python traceback)."""
+    if getattr(error, "java_exception", None) is not None:
+        return java_error_text(error)
+    return f"{type(error).__name__}: {error}".strip()

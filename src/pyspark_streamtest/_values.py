@@ -14,8 +14,9 @@ import datetime as _dt
 import difflib
 import json
 import math
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Row
 from pyspark.sql import types as T
@@ -25,7 +26,7 @@ from .errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaEr
 Encoder = Callable[[Any, str], Any]
 _UTC = _dt.timezone.utc
 
-_INT_RANGES = {
+_INT_RANGES: dict[type, tuple[int, int]] = {
     T.ByteType: (-(2**7), 2**7 - 1),
     T.ShortType: (-(2**15), 2**15 - 1),
     T.IntegerType: (-(2**31), 2**31 - 1),
@@ -163,7 +164,7 @@ def _map_encoder(dtype: T.MapType) -> Encoder:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _fail(f"{path} key", "STRING", key)
-            out[key] = value_encoder(item, f"{path}[{key!r}]")
+            out[key] = value_encoder(item, f"{path}[{key}]")
         return out
 
     return encode
@@ -205,7 +206,7 @@ class StructEncoder:
                     f"{len(self.names)} ({', '.join(self.names)}); pass all of them in "
                     "order, or a dict by name"
                 )
-            return dict(zip(self.names, value))
+            return dict(zip(self.names, value, strict=True))
         raise SchemaMismatchError(
             f"{path or 'value'} must be a dict, a Row or a tuple matching the schema "
             f"({self.schema.simpleString()}), got {type(value).__name__} {value!r}"
@@ -216,9 +217,9 @@ class StructEncoder:
         if unknown:
             key = unknown[0]
             close = difflib.get_close_matches(str(key), self.names, n=1)
-            hint = f"; did you mean {self._prefix}{close[0]!r}?" if close else ""
+            hint = f"; did you mean {self._prefix + close[0]!r}?" if close else ""
             raise SchemaMismatchError(
-                f"field {self._prefix}{key!r} is not in the schema "
+                f"field {self._prefix + str(key)!r} is not in the schema "
                 f"({self.schema.simpleString()}){hint}"
             )
         return {
@@ -302,7 +303,7 @@ def row_decoder(schema: T.StructType) -> Callable[[Sequence[Any]], dict[str, Any
     def decode(row: Sequence[Any]) -> dict[str, Any]:
         return {
             name: (value if decode_field is None or value is None else decode_field(value))
-            for (name, decode_field), value in zip(plan, row)
+            for (name, decode_field), value in zip(plan, row, strict=True)
         }
 
     return decode

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import tempfile
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
+from operator import methodcaller
 from types import TracebackType
-from typing import Callable, Iterable, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -209,11 +211,11 @@ class TopologyTestDriver:
             next_trigger = min((t for t in due if t is not None), default=None)
             if next_trigger is None or next_trigger > target:
                 break
-            batches = self._round(lambda r: r.clock_set(next_trigger), next_trigger)
+            batches = self._round(methodcaller("clock_set", next_trigger), next_trigger)
             ran.extend(batches)
             if not batches:
                 break
-        ran.extend(self._round(lambda r: r.clock_set(target), target))
+        ran.extend(self._round(methodcaller("clock_set", target), target))
         return ran
 
     def process_all_available(self) -> list[BatchRecord]:
@@ -234,7 +236,7 @@ class TopologyTestDriver:
             if not busy:
                 return ran
             before = {id(r): r.last_batch for r in busy}
-            batches = self._round(lambda r: r.clock_release(), None, busy)
+            batches = self._round(methodcaller("clock_release"), None, busy)
             ran.extend(batches)
             still_busy = []
             for runner in busy:
@@ -358,10 +360,8 @@ class TopologyTestDriver:
 
     def _close_after_failure(self) -> None:
         """Close while another error is on its way to the caller; that error wins."""
-        try:
+        with contextlib.suppress(BaseException):
             self._shutdown()
-        except BaseException:
-            pass
 
     def _shutdown(self) -> None:
         self._closed = True

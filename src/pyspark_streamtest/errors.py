@@ -10,19 +10,19 @@ checkpoints deleted).
 from __future__ import annotations
 
 __all__ = [
+    "DriverClosedError",
+    "NaiveDatetimeError",
+    "NoSuchRecordError",
+    "SchemaMismatchError",
+    "SparkConnectNotSupportedError",
+    "StepTimeoutError",
     "StreamTestError",
+    "StreamingQueryFailedError",
+    "TimeWentBackwardsError",
     "TopologyError",
     "UnknownTopicError",
-    "SchemaMismatchError",
     "UnsupportedSchemaError",
-    "NaiveDatetimeError",
-    "TimeWentBackwardsError",
-    "DriverClosedError",
-    "NoSuchRecordError",
-    "SparkConnectNotSupportedError",
     "UnsupportedSparkVersionError",
-    "StreamingQueryFailedError",
-    "StepTimeoutError",
 ]
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ._time import format_time
 from .records import BatchRecord
@@ -34,9 +34,11 @@ def format_timeline(batches: Iterable[BatchRecord]) -> str:
     numeric = {0, 5, 6, 7, 8}
 
     def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
+        padded = (
+            cell.rjust(width) if i in numeric else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        )
+        return "  ".join(padded).rstrip()
 
     out = [line(_HEADERS), line(tuple("-" * w for w in widths))]
     out.extend(line(r) for r in rows)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
 from ._spark.session import TEST_CONF, build_test_session
 
-__all__ = ["test_spark_session", "TEST_CONF"]
+__all__ = ["TEST_CONF", "test_spark_session"]
 
 
 def test_spark_session(

@@ -7,8 +7,9 @@ Handles are made by the driver (:meth:`TopologyTestDriver.create_input_topic`,
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ._time import duration_ms, require_aware
 from ._values import to_json_line
@@ -138,7 +139,7 @@ class TestInputTopic:
                 len(value) == len(spec.encoder.names) - 1
             ):
                 names = [n for n in spec.encoder.names if n != column]
-                mapping: Mapping[str, Any] = dict(zip(names, value))
+                mapping: Mapping[str, Any] = dict(zip(names, value, strict=True))
             else:
                 mapping = spec.encoder.as_mapping(value, "value")
             event_time: datetime | None = None

@@ -18,8 +18,9 @@ function must therefore be deterministic: the same inputs and outputs on every c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal, Union
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType, TimestampNTZType, TimestampType, _parse_datatype_string
@@ -30,7 +31,7 @@ from ._spark.plan import plan_facts
 from ._values import StructEncoder
 from .errors import TopologyError, UnsupportedSchemaError
 
-__all__ = ["Topology", "TopologyFunction", "OutputMode"]
+__all__ = ["OutputMode", "Topology", "TopologyFunction"]
 
 OutputMode = Literal["append", "update", "complete"]
 _MODES = ("append", "update", "complete")
@@ -83,7 +84,7 @@ class Topology:
         self,
         name: str,
         *,
-        schema: Union[str, StructType],
+        schema: str | StructType,
         timestamp_column: str | None = None,
     ) -> DataFrame:
         """Declare input ``name`` and return it as a streaming DataFrame.
@@ -152,7 +153,9 @@ class Topology:
             )
         by_id = {stream.raw_expr_id: input_name for input_name, stream in self._streams.items()}
         used: list[str] = []
-        for expr_id, leaf in zip(facts.streaming_leaf_expr_ids, facts.streaming_leaf_names):
+        for expr_id, leaf in zip(
+            facts.streaming_leaf_expr_ids, facts.streaming_leaf_names, strict=True
+        ):
             input_name = by_id.get(expr_id)
             if input_name is None:
                 raise TopologyError(

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
-class ClockWaitTimeout(Exception):
+class ClockWaitTimeoutError(Exception):
     """The stream thread did not get back to ``waitTillTime`` in time."""
 
 
-class QueryInactive(Exception):
+class QueryInactiveError(Exception):
     """The query stopped (normally: it failed) while we waited for it."""
 
 
@@ -115,7 +115,7 @@ class ManualClock:
             while not (self._wait_calls >= min_wait_calls and self._wait_target is not None):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise ClockWaitTimeout(f"no idle stream thread after {timeout_s:.0f} s")
+                    raise ClockWaitTimeoutError(f"no idle stream thread after {timeout_s:.0f} s")
                 if not self._cv.wait(min(self._LIVENESS_CHECK_S, remaining)):
                     self._cv.release()
                     try:
@@ -125,4 +125,4 @@ class ManualClock:
                     if not active and not (
                         self._wait_calls >= min_wait_calls and self._wait_target is not None
                     ):
-                        raise QueryInactive()
+                        raise QueryInactiveError()

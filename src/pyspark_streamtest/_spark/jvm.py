@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -54,10 +55,6 @@ class Jvm:
         for key, value in (items or {}).items():
             jmap.put(key, value)
         return self.jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
-
-    def callback_pool(self) -> Any:
-        """Py4J's pool of Python objects the JVM holds references to."""
-        return self.gateway._gateway_client.gateway_property.pool
 
 
 def java_error_text(error: BaseException) -> str:

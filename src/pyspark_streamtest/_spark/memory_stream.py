@@ -9,20 +9,29 @@ handful of Py4J calls and no Spark job, whatever the number of rows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from .jvm import JavaObject, Jvm
 from .versions import capabilities
 
-try:  # 4.x: the classic DataFrame wraps a JVM Dataset
-    from pyspark.sql.classic.dataframe import DataFrame as _ClassicDataFrame
-except ImportError:  # 3.5
-    _ClassicDataFrame = DataFrame  # type: ignore[misc]
+
+def _classic_dataframe_class() -> Any:
+    try:  # 4.x: the classic DataFrame wraps a JVM Dataset
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+    except ImportError:  # 3.5: there is only one DataFrame
+        return DataFrame
+    return ClassicDataFrame
+
+
+_CLASSIC_DATAFRAME = _classic_dataframe_class()
 
 
 def wrap_dataframe(jvm: Jvm, jdf: JavaObject) -> DataFrame:
-    return _ClassicDataFrame(jdf, jvm.spark)  # type: ignore[arg-type]
+    frame: DataFrame = _CLASSIC_DATAFRAME(jdf, jvm.spark)
+    return frame
 
 
 class JsonMemoryStream:

@@ -33,7 +33,7 @@ def start_query(
     ``StreamingQueryManager.startQuery`` is the only entry point that takes a trigger
     clock; its parameter list gained ``userSpecifiedSinkName`` in 4.2.
     """
-    ensure_callback_server_started(jvm.gateway)
+    ensure_callback_server_started(jvm.gateway)  # type: ignore[no-untyped-call]
     streaming = jvm.jvm.org.apache.spark.sql.streaming
     mode = getattr(streaming.OutputMode, _OUTPUT_MODES[output_mode])()
     trigger = streaming.Trigger.ProcessingTime(int(trigger_interval_ms))

@@ -7,8 +7,8 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from pyspark.sql import SparkSession
 
@@ -43,6 +43,7 @@ def build_test_session(
     if active is not None:
         ensure_classic_session(active)
         return active
+    _share_import_paths_with_workers()
     warehouse = tempfile.mkdtemp(prefix="pyspark-streamtest-warehouse-")
     atexit.register(shutil.rmtree, warehouse, True)
     settings = dict(TEST_CONF)
@@ -54,6 +55,29 @@ def build_test_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _share_import_paths_with_workers() -> None:
+    """Let Spark's Python workers import what this process imports.
+
+    Functions given to Spark (pandas UDFs, ``applyInPandasWithState``) are pickled by
+    reference to their module; a test module is importable here only because pytest
+    put its folder on ``sys.path``. Workers inherit ``PYTHONPATH`` from the JVM, which
+    inherits it from this process at launch, so we add this process's own (non
+    site-packages) import paths to it before the JVM starts.
+    """
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    extra = []
+    for entry in [os.getcwd(), *sys.path]:
+        path = os.path.realpath(entry or os.getcwd())
+        if not os.path.isdir(path) or path in current or path in extra:
+            continue
+        if any(path == prefix or path.startswith(prefix + os.sep) for prefix in prefixes):
+            continue  # the interpreter's own libraries: workers have them already
+        extra.append(path)
+    if extra:
+        os.environ["PYTHONPATH"] = os.pathsep.join(current + extra)
 
 
 def ensure_classic_session(spark: object) -> None:

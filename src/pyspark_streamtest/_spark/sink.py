@@ -24,9 +24,15 @@ class CollectingSink:
         self._jvm = jvm
         self._lock = threading.Lock()
         self._batches: list[tuple[int, list[Row]]] = []
+        self.error: BaseException | None = None
+        """The error that failed a batch inside this callback (clearer than Py4J's wrap)."""
 
     def apply(self, jds: JavaObject, batch_id: Any) -> None:
-        rows = wrap_dataframe(self._jvm, jds).collect()
+        try:
+            rows = wrap_dataframe(self._jvm, jds).collect()
+        except BaseException as error:
+            self.error = error
+            raise
         with self._lock:
             self._batches.append((int(batch_id), rows))
         return None

@@ -37,7 +37,8 @@ class Capabilities:
     spark_version: str
     memory_stream_class: str
     memory_stream_takes_session: bool
-    """``MemoryStream.apply(Encoder, SparkSession)`` exists (4.1+); else ``(Encoder, SQLContext)``."""
+    """``MemoryStream.apply(Encoder, SparkSession)`` exists (4.1+); else ``(Encoder,
+    SQLContext)``."""
     start_query_has_sink_name: bool
     """``startQuery`` has the ``userSpecifiedSinkName`` parameter (4.2+, 13 parameters)."""
     watermark_tracker_class: str

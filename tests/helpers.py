@@ -1,0 +1,31 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from pyspark.sql import functions as F
+
+from pyspark_streamtest import Topology
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def at(seconds: float) -> datetime:
+    """Event time ``seconds`` after 2024-01-01T00:00:00Z."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def window(start_s: int, end_s: int) -> dict[str, datetime]:
+    return {"start": at(start_s), "end": at(end_s)}
+
+
+def clicks_per_user(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                     timestamp_column="ts")
+    counts = (
+        clicks.withWatermark("ts", "10 seconds")
+        .groupBy(F.window("ts", "10 seconds"), "user")
+        .count()
+    )
+    t.output("counts", counts, output_mode="append")
