@@ -169,15 +169,11 @@ class TestInputTopic:
             encoded = spec.encoder.encode_mapping(mapping)
         except SchemaMismatchError as error:
             raise SchemaMismatchError(f"input {spec.name!r}: {error}") from None
-        record = TestRecord(value=_plain(mapping), timestamp=event_time, topic=spec.name)
+        record = TestRecord(value=dict(mapping), timestamp=event_time, topic=spec.name)
         return to_json_line(encoded), record, clock
 
     def __repr__(self) -> str:
         return f"<TestInputTopic {self._spec.name!r} at {self._time.isoformat()}>"
-
-
-def _plain(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(mapping)
 
 
 class TestOutputTopic:
