@@ -76,10 +76,6 @@ class QueryRunner:
         jquery, self._jquery = self._jquery, None
         stop_query(jquery, self.clock)
 
-    @property
-    def running(self) -> bool:
-        return self._jquery is not None
-
     # --- input ----------------------------------------------------------------------------
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         self._pending[input_name].extend(lines)

@@ -27,7 +27,6 @@ _WATERMARK_TRACKER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.WatermarkTracker",  # 3.5, 4.0
 )
-_STATE_DATA_SOURCE = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,6 @@ class Capabilities:
     watermark_tracker_class: str
     watermark_tracker_takes_plan: bool
     """``WatermarkTracker.apply(conf, logicalPlan)`` (4.x) rather than ``apply(conf)``."""
-    state_data_source: bool
-    """The ``statestore`` / ``state-metadata`` readers exist (4.0+)."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -107,5 +104,4 @@ def _detect(jvm: Jvm) -> Capabilities:
         start_query_has_sink_name=len(start_query[0]) == 13,
         watermark_tracker_class=tracker,
         watermark_tracker_takes_plan=any(len(p) == 2 for p in tracker_applies),
-        state_data_source=jvm.class_exists(_STATE_DATA_SOURCE),
     )
