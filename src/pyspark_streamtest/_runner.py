@@ -97,16 +97,21 @@ class QueryRunner:
         assert self.clock is not None
         return self.clock.wait_calls
 
+    @property
+    def next_trigger_ms(self) -> int | None:
+        """When the idle query's next trigger is due."""
+        assert self.clock is not None
+        return self.clock.next_trigger_ms
+
     def clock_set(self, now_ms: int) -> bool:
         """Move this query's clock; True if a trigger comes due (the query wakes)."""
         assert self.clock is not None
         return self.clock.set_time(now_ms)
 
-    def clock_release(self) -> bool:
+    def clock_release(self) -> None:
         """Let this query run one trigger at the current time."""
         assert self.clock is not None
         self.clock.release_once()
-        return True
 
     def watermark_ms(self) -> int | None:
         return self._watermark_ms if self.built.has_watermark else None
@@ -135,7 +140,8 @@ class QueryRunner:
 
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None
-        if self._shadow is None:
+        has_wm = self.built.has_watermark
+        if has_wm and self._shadow is None:
             self._shadow = ShadowWatermark(
                 self._jvm, stream_execution(self._jquery), self._watermark_ms
             )
@@ -145,7 +151,8 @@ class QueryRunner:
         if num_input:
             consumed, self._in_flight = tuple(self._in_flight), []
         processing_time = from_ms(self.clock.now_ms)
-        self._watermark_ms = self._shadow.after_batch()
+        if self._shadow is not None:  # only queries with a watermark have one
+            self._watermark_ms = self._shadow.after_batch()
         operators = tuple(progress.get("stateOperators") or ())
         outputs = tuple(
             TestRecord(
@@ -154,7 +161,6 @@ class QueryRunner:
             )
             for row in rows
         )
-        has_wm = self.built.has_watermark
         record = BatchRecord(
             output=self.name,
             batch_id=batch_id,
@@ -182,7 +188,6 @@ class QueryRunner:
                 f"(last progress: {None if progress is None else progress.get('batchId')})"
             )
         return progress
-
 
 
 def _progress_watermark(progress: dict[str, Any]) -> datetime | None:

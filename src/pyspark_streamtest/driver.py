@@ -8,9 +8,8 @@ import re
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from operator import methodcaller
 from types import TracebackType
 
 from pyspark.sql import SparkSession
@@ -207,15 +206,15 @@ class TopologyTestDriver:
         target = self._now_ms + duration_ms(delta, "delta")
         ran: list[BatchRecord] = []
         while True:
-            due = [r.clock.next_trigger_ms for r in self._runners if r.clock is not None]
+            due = [r.next_trigger_ms for r in self._runners]
             next_trigger = min((t for t in due if t is not None), default=None)
             if next_trigger is None or next_trigger > target:
                 break
-            batches = self._round(methodcaller("clock_set", next_trigger), next_trigger)
+            batches = self._move_clock(next_trigger)
             ran.extend(batches)
             if not batches:
                 break
-        ran.extend(self._round(methodcaller("clock_set", target), target))
+        ran.extend(self._move_clock(target))
         return ran
 
     def process_all_available(self) -> list[BatchRecord]:
@@ -236,7 +235,7 @@ class TopologyTestDriver:
             if not busy:
                 return ran
             before = {id(r): r.last_batch for r in busy}
-            batches = self._round(methodcaller("clock_release"), None, busy)
+            batches = self._release_triggers(busy)
             ran.extend(batches)
             still_busy = []
             for runner in busy:
@@ -258,27 +257,42 @@ class TopologyTestDriver:
             "run; the queries never become idle. The driver is closed."
         )
 
-    def _round(
-        self,
-        release: Callable[[QueryRunner], bool],
-        new_time_ms: int | None,
-        runners: Sequence[QueryRunner] | None = None,
-    ) -> list[BatchRecord]:
-        """Let each runner run (at most) one trigger; wait for all; record the batches."""
-        chosen = self._runners if runners is None else runners
+    def _move_clock(self, now_ms: int) -> list[BatchRecord]:
+        """Move every query's clock to ``now_ms``; the queries whose next trigger is due
+        run it. Returns the batches they ran."""
+        self._flush_inputs()
+        started = []
+        for runner in self._runners:
+            calls = runner.wait_calls
+            if runner.clock_set(now_ms):
+                started.append((runner, calls))
+        self._now_ms = now_ms
+        if self._freeze is not None:
+            self._freeze.move_to(self.current_time)
+        return self._finish_triggers(started)
+
+    def _release_triggers(self, runners: Sequence[QueryRunner]) -> list[BatchRecord]:
+        """Let each of ``runners`` run one trigger at the current time."""
+        self._flush_inputs()
+        started = []
+        for runner in runners:
+            started.append((runner, runner.wait_calls))
+            runner.clock_release()
+        return self._finish_triggers(started)
+
+    def _flush_inputs(self) -> None:
         try:
             for runner in self._runners:
                 runner.flush()
-            started = []
-            for runner in self._runners if new_time_ms is not None else chosen:
-                calls = runner.wait_calls
-                if release(runner):
-                    started.append((runner, calls))
-            if new_time_ms is not None:
-                self._now_ms = new_time_ms
-                if self._freeze is not None:
-                    self._freeze.move_to(self.current_time)
-            batches: list[BatchRecord] = []
+        except BaseException:
+            self._close_after_failure()
+            raise
+
+    def _finish_triggers(self, started: list[tuple[QueryRunner, int]]) -> list[BatchRecord]:
+        """Wait for the triggers let run (in query order) and record their batches. A
+        failed or stuck query closes the driver."""
+        batches: list[BatchRecord] = []
+        try:
             for runner, calls in started:
                 batches.extend(runner.finish_trigger(calls))
         except StreamTestError:
