@@ -21,6 +21,7 @@ from .errors import (
     UnsupportedSchemaError,
     UnsupportedSparkVersionError,
 )
+from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
 from .records import BatchRecord, TestRecord
 from .report import format_timeline
 from .session import test_spark_session
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_START_TIME",
     "BatchRecord",
     "DriverClosedError",
+    "Feature",
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "SchemaMismatchError",
@@ -48,8 +50,11 @@ __all__ = [
     "TopologyError",
     "TopologyTestDriver",
     "UnknownTopicError",
+    "UnsupportedFeatureError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
     "format_timeline",
+    "require_feature",
+    "supported_features",
     "test_spark_session",
 ]

@@ -6,8 +6,12 @@ watermark) into immutable :class:`BatchRecord` values.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
+
+from pyspark.sql import SparkSession
 
 from ._spark import clock as _clock
 from ._spark.jvm import Jvm, java_error_text
@@ -24,9 +28,10 @@ from .topology import _BuiltOutput
 class QueryRunner:
     def __init__(
         self, jvm: Jvm, built: _BuiltOutput, checkpoint: str, trigger_interval_ms: int,
-        timeout_s: float,
+        timeout_s: float, sql_conf: Mapping[str, str] | None = None,
     ) -> None:
         self.name = built.spec.name
+        self._sql_conf = dict(sql_conf or {})
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._jvm = jvm
@@ -52,7 +57,14 @@ class QueryRunner:
         trigger at once; returns the batch it ran, if any."""
         self.clock = _clock.ManualClock(now_ms)
         self._sink = CollectingSink(self._jvm)
-        self._jquery = start_query(
+        with scoped_sql_conf(self._jvm.spark, self._sql_conf):
+            self._jquery = self._start_query()
+        self._shadow = None
+        return self.finish_trigger(0)
+
+    def _start_query(self) -> Any:
+        assert self.clock is not None and self._sink is not None
+        return start_query(
             self._jvm,
             self.built.dataframe,
             name=f"streamtest-{self.name}",
@@ -62,8 +74,6 @@ class QueryRunner:
             clock=self.clock,
             sink=self._sink.to_java(self._schema_json),
         )
-        self._shadow = None
-        return self.finish_trigger(0)
 
     def stop(self) -> None:
         """Stop the query and close its clock (no callback can block after this).
@@ -201,3 +211,26 @@ def _error_text(error: BaseException) -> str:
     if getattr(error, "java_exception", None) is not None:
         return java_error_text(error)
     return f"{type(error).__name__}: {error}".strip()
+
+
+@contextmanager
+def scoped_sql_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Set ``conf`` on the session while a query starts, then put the old values back.
+
+    A streaming query copies the session's settings when it is created (its own cloned
+    session), so settings made here apply to that query only.
+    """
+    if not conf:
+        yield
+        return
+    saved = {key: spark.conf.get(key, None) for key in conf}
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

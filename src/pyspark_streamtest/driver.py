@@ -8,7 +8,7 @@ import re
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 
@@ -75,6 +75,7 @@ class TopologyTestDriver:
         freeze_python_clock: bool = False,
         checkpoint_root: str | os.PathLike[str] | None = None,
         timeout: timedelta = timedelta(minutes=2),
+        sql_conf: Mapping[str, str] | None = None,
     ) -> None:
         """Build the topology and start its queries.
 
@@ -83,11 +84,23 @@ class TopologyTestDriver:
         directory is made (default: ``/dev/shm`` when writable, else the system temp
         directory). ``timeout`` bounds how long one trigger may take before the driver
         gives up with :class:`~pyspark_streamtest.errors.StepTimeoutError`.
+
+        ``sql_conf`` holds Spark SQL settings for this driver's queries only: they are set
+        on the session while each query starts (a query copies the session's settings
+        then) and put back at once, so other drivers and batch jobs do not see them. For
+        example ``transformWithState`` needs the RocksDB state store provider::
+
+            sql_conf={"spark.sql.streaming.stateStore.providerClass":
+                      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+
+        Settings Spark records in the checkpoint (the state store provider, shuffle
+        partitions) keep their first values across :meth:`restart`, as in production.
         """
         if not callable(topology):
             raise TypeError(
                 f"topology must be a function taking a Topology, got {type(topology).__name__}"
             )
+        sql_conf = _check_sql_conf(sql_conf)
         self._now_ms = to_ms(require_aware(start_time, "start_time"))
         self._interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
@@ -109,7 +122,9 @@ class TopologyTestDriver:
             )
             for index, output in enumerate(built):
                 folder = os.path.join(self._checkpoints, f"{index}-{_safe(output.spec.name)}")
-                runner = QueryRunner(jvm, output, folder, self._interval_ms, timeout_ms / 1000)
+                runner = QueryRunner(
+                    jvm, output, folder, self._interval_ms, timeout_ms / 1000, sql_conf
+                )
                 self._runners.append(runner)
                 self._absorb(runner.start(self._now_ms))
             if freeze_python_clock:
@@ -400,6 +415,27 @@ class TopologyTestDriver:
             f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
             f"{len(self._history)} batches>"
         )
+
+
+def _check_sql_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping):
+        raise TypeError(f"sql_conf must be a mapping of setting names to values, got {conf!r}")
+    checked = {}
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"sql_conf keys must be Spark setting names (str), got {key!r}")
+        if isinstance(value, bool):
+            checked[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            checked[key] = str(value)
+        else:
+            raise TypeError(
+                f"sql_conf[{key!r}] must be a str, int, float or bool, got "
+                f"{type(value).__name__}"
+            )
+    return checked
 
 
 def _names(names: Iterable[str]) -> str:

@@ -13,6 +13,13 @@ Fixtures:
     :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
     it after the test. The test then fails if any streaming query is still active.
 
+Marker:
+
+``@pytest.mark.streamtest_requires(Feature.X, ...)``
+    Skip the test, with a reason naming the PySpark line that adds the feature, when the
+    ``spark`` session lacks any of the listed :class:`~pyspark_streamtest.Feature` values
+    (or their string values). Only marked tests touch the session for this check.
+
 Importing this module does not import PySpark or start Spark.
 """
 
@@ -49,6 +56,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="KEY=VALUE",
         help="Extra Spark setting for the 'spark' fixture; repeatable (default: none).",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "streamtest_requires(*features): skip unless the Spark session offers every listed "
+        "pyspark_streamtest.Feature (the reason names the PySpark line that adds it)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _streamtest_requires(request: pytest.FixtureRequest) -> None:
+    """Apply ``streamtest_requires`` markers (see the module docstring)."""
+    markers = list(request.node.iter_markers("streamtest_requires"))
+    if not markers:
+        return
+    from .features import UnsupportedFeatureError, as_feature, require_feature
+
+    wanted = [as_feature(f) for marker in markers for f in marker.args]
+    if not wanted:
+        raise pytest.UsageError("streamtest_requires needs at least one Feature")
+    session = request.getfixturevalue("spark")
+    for feature in wanted:
+        try:
+            require_feature(session, feature)
+        except UnsupportedFeatureError as missing:
+            pytest.skip(
+                f"needs {feature.description}, added in PySpark {feature.added_in} "
+                f"(this is {missing.spark_version})"
+            )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -160,6 +160,28 @@ def test_naive_start_time_and_bad_interval(spark):
         TopologyTestDriver(clicks_per_user, spark=spark, trigger_interval=timedelta(0))
 
 
+@pytest.mark.parametrize(("conf", "message"), [
+    (["a=b"], "sql_conf must be a mapping"),
+    ({1: "x"}, "sql_conf keys must be Spark setting names"),
+    ({"spark.sql.shuffle.partitions": None}, r"sql_conf\['spark.sql.shuffle.partitions'\] must be a str"),
+])
+def test_bad_sql_conf(spark, conf, message):
+    with pytest.raises(TypeError, match=message):
+        TopologyTestDriver(clicks_per_user, spark=spark, sql_conf=conf)
+    assert spark.streams.active == []
+
+
+def test_sql_conf_applies_to_the_driver_queries_only(spark):
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    with TopologyTestDriver(clicks_per_user, spark=spark, sql_conf={key: 3}) as driver:
+        assert spark.conf.get(key) == before
+        driver.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"})
+        driver.process_all_available()
+        # the aggregation's state lives in one store per shuffle partition: 3 of them
+        assert driver.batches[0].state_operators[0]["numShufflePartitions"] == 3
+
+
 def test_spark_connect_session_is_refused():
     class RemoteSession:  # what a Connect session looks like to the driver: no JVM handle
         pass

@@ -13,6 +13,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import pyspark
+from pyspark.sql import GroupedData
 
 from ..errors import UnsupportedSparkVersionError
 from .jvm import Jvm
@@ -23,6 +24,7 @@ _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.MemoryStream",  # 3.5, 4.0
 )
+_STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 _WATERMARK_TRACKER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.WatermarkTracker",  # 3.5, 4.0
@@ -43,6 +45,12 @@ class Capabilities:
     watermark_tracker_class: str
     watermark_tracker_takes_plan: bool
     """``WatermarkTracker.apply(conf, logicalPlan)`` (4.x) rather than ``apply(conf)``."""
+    state_data_source: bool
+    """Spark's state data source (``format("statestore")``, ``"state-metadata"``): 4.0+."""
+    transform_with_state_in_pandas: bool
+    """``GroupedData.transformWithStateInPandas`` (PySpark 4.0+)."""
+    transform_with_state: bool
+    """Row-based ``GroupedData.transformWithState`` (PySpark 4.1+)."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -104,4 +112,7 @@ def _detect(jvm: Jvm) -> Capabilities:
         start_query_has_sink_name=len(start_query[0]) == 13,
         watermark_tracker_class=tracker,
         watermark_tracker_takes_plan=any(len(p) == 2 for p in tracker_applies),
+        state_data_source=jvm.class_exists(_STATE_DATA_SOURCE_CLASS),
+        transform_with_state_in_pandas=hasattr(GroupedData, "transformWithStateInPandas"),
+        transform_with_state=hasattr(GroupedData, "transformWithState"),
     )
