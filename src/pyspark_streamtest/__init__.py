@@ -17,12 +17,13 @@ from .errors import (
     StreamTestError,
     TimeWentBackwardsError,
     TopologyError,
+    UninitializedTopicError,
     UnknownTopicError,
     UnsupportedSchemaError,
     UnsupportedSparkVersionError,
 )
 from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
-from .records import BatchRecord, TestRecord
+from .records import BatchRecord, KeyValue, TestRecord
 from .report import format_timeline
 from .session import test_spark_session
 from .topics import TestInputTopic, TestOutputTopic
@@ -35,6 +36,7 @@ __all__ = [
     "BatchRecord",
     "DriverClosedError",
     "Feature",
+    "KeyValue",
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "SchemaMismatchError",
@@ -49,6 +51,7 @@ __all__ = [
     "Topology",
     "TopologyError",
     "TopologyTestDriver",
+    "UninitializedTopicError",
     "UnknownTopicError",
     "UnsupportedFeatureError",
     "UnsupportedSchemaError",

@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ._broker import Broker, kafka_output_records
 from ._spark import clock as _clock
 from ._spark.jvm import Jvm, java_error_text
 from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
@@ -29,7 +30,9 @@ class QueryRunner:
     def __init__(
         self, jvm: Jvm, built: _BuiltOutput, checkpoint: str, trigger_interval_ms: int,
         timeout_s: float, sql_conf: Mapping[str, str] | None = None,
+        broker: Broker | None = None,
     ) -> None:
+        self._broker = broker or Broker()
         self.name = built.spec.name
         self._sql_conf = dict(sql_conf or {})
         self.built = built
@@ -139,7 +142,9 @@ class QueryRunner:
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
-            raise StreamingQueryFailedError(self.name, self.next_batch_id, cause) from None
+            raise StreamingQueryFailedError(
+                self.name, self.next_batch_id, cause, tuple(self._in_flight)
+            ) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "
@@ -164,13 +169,20 @@ class QueryRunner:
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
         operators = tuple(progress.get("stateOperators") or ())
-        outputs = tuple(
-            TestRecord(
-                self._decode(row), topic=self.name, batch_id=batch_id,
-                processing_time=processing_time,
+        kafka = self.built.spec.kafka
+        if kafka is not None:
+            outputs = kafka_output_records(
+                self._broker, kafka.partitions, map(self._decode, rows), batch_id,
+                processing_time,
             )
-            for row in rows
-        )
+        else:
+            outputs = tuple(
+                TestRecord(
+                    self._decode(row), topic=self.name, batch_id=batch_id,
+                    processing_time=processing_time,
+                )
+                for row in rows
+            )
         record = BatchRecord(
             output=self.name,
             batch_id=batch_id,

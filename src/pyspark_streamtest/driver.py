@@ -14,6 +14,7 @@ from types import TracebackType
 
 from pyspark.sql import SparkSession
 
+from ._broker import Broker
 from ._runner import QueryRunner
 from ._spark.jvm import Jvm
 from ._spark.session import build_test_session, ensure_classic_session
@@ -21,6 +22,7 @@ from ._spark.versions import capabilities
 from ._time import duration_ms, from_ms, require_aware, to_ms
 from .clock import DEFAULT_START_TIME, _PythonClockFreeze
 from .errors import DriverClosedError, StreamTestError, UnknownTopicError
+from .kafka import DeserializerSpec, SerializerSpec, deserializer, serializer
 from .records import BatchRecord, TestRecord
 from .topics import TestInputTopic, TestOutputTopic
 from .topology import TopologyFunction, _InputSpec, build_topology
@@ -107,6 +109,9 @@ class TopologyTestDriver:
         self._closed = False
         self._runners: list[QueryRunner] = []
         self._history: list[BatchRecord] = []
+        self._broker = Broker()
+        self._topic_queues: dict[str, deque[TestRecord]] = {}
+        self._written: dict[str, int] = {}
         self._freeze: _PythonClockFreeze | None = None
         self._checkpoints: str | None = None
         session = spark if spark is not None else build_test_session()
@@ -116,14 +121,18 @@ class TopologyTestDriver:
         capabilities(jvm)
         try:
             self._inputs, built = build_topology(topology, session, jvm)
-            self._queues: dict[str, deque[TestRecord]] = {b.spec.name: deque() for b in built}
+            self._plain_outputs = [b.spec.name for b in built if b.spec.kafka is None]
+            self._kafka_outputs = [b.spec for b in built if b.spec.kafka is not None]
+            for name in self._plain_outputs:
+                self._topic_queues[name] = deque()
             self._checkpoints = tempfile.mkdtemp(
                 prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
             )
             for index, output in enumerate(built):
                 folder = os.path.join(self._checkpoints, f"{index}-{_safe(output.spec.name)}")
                 runner = QueryRunner(
-                    jvm, output, folder, self._interval_ms, timeout_ms / 1000, sql_conf
+                    jvm, output, folder, self._interval_ms, timeout_ms / 1000, sql_conf,
+                    self._broker,
                 )
                 self._runners.append(runner)
                 self._absorb(runner.start(self._now_ms))
@@ -161,6 +170,8 @@ class TopologyTestDriver:
         self,
         name: str,
         *,
+        key_serializer: SerializerSpec | None = None,
+        value_serializer: SerializerSpec | None = None,
         start_timestamp: datetime | None = None,
         auto_advance: timedelta | None = None,
     ) -> TestInputTopic:
@@ -170,27 +181,97 @@ class TopologyTestDriver:
         the driver's ``start_time``) and moving by ``auto_advance`` (default: not at all)
         after each record piped without an explicit timestamp. Record time is event
         time; it never moves processing time.
+
+        ``key_serializer`` and ``value_serializer`` apply to Kafka inputs only: a name
+        (``"string"``, ``"bytes"``, ``"json"``, ``"int"``, ``"long"``, ``"double"``,
+        ``"auto"``, the default) or a function returning bytes; see
+        :mod:`pyspark_streamtest.kafka`. Partitions and offsets belong to the topic, so
+        all handles of one Kafka input share them.
         """
         self._check_open()
         spec = self._input_spec(name)
         start = self.current_time if start_timestamp is None else start_timestamp
+        if spec.kafka is None and (key_serializer is not None or value_serializer is not None):
+            raise TypeError(
+                f"input {name!r} is not a Kafka input; serializers apply to inputs declared "
+                "with t.kafka_input(...) (plain inputs take values that match their schema)"
+            )
         return TestInputTopic._create(
             self,
             spec,
             require_aware(start, "start_timestamp"),
             timedelta(0) if auto_advance is None else auto_advance,
+            serializer(key_serializer or "auto") if spec.kafka is not None else None,
+            serializer(value_serializer or "auto") if spec.kafka is not None else None,
         )
 
-    def create_output_topic(self, name: str) -> TestOutputTopic:
-        """A handle to read what output ``name`` emitted. All handles of one output share
-        one queue: a record read through any handle is gone from all of them."""
+    def create_output_topic(
+        self,
+        name: str,
+        *,
+        key_deserializer: DeserializerSpec = None,
+        value_deserializer: DeserializerSpec = None,
+    ) -> TestOutputTopic:
+        """A handle to read what was written to ``name``: a plain output's name, or a
+        topic a Kafka output writes to.
+
+        For Kafka topics, ``key_deserializer`` and ``value_deserializer`` (a name such as
+        ``"string"`` or ``"json"``, or a function taking bytes) turn the written bytes
+        back into values; without them keys and values are read as ``bytes``. A Kafka
+        output may write any topic its ``topic`` column names, so a handle can be made
+        for a topic nothing has written yet; reading it then raises
+        :class:`~pyspark_streamtest.errors.UninitializedTopicError`, while reading a
+        written topic whose records were all read raises
+        :class:`~pyspark_streamtest.errors.NoSuchRecordError`.
+        """
         self._check_open()
-        if name not in self._queues:
+        if name in self._plain_outputs:
+            if key_deserializer is not None or value_deserializer is not None:
+                raise TypeError(
+                    f"output {name!r} is not a Kafka output; its records are rows (dicts), "
+                    "so there is nothing to deserialize"
+                )
+            return TestOutputTopic._create(self, name, kafka=False)
+        if not isinstance(name, str) or not name:
+            raise UnknownTopicError(f"topic names are non-empty strings, got {name!r}")
+        if not self._may_write(name):
             raise UnknownTopicError(
                 f"unknown output {name!r}; this topology's outputs are "
-                f"{_names(self._queues)}"
+                f"{_names(r.name for r in self._runners)}"
+                + (f" and its Kafka outputs write {_names(self._fixed_topics())}"
+                   if self._kafka_outputs else "")
             )
-        return TestOutputTopic._create(self, name, self._queues[name])
+        return TestOutputTopic._create(
+            self, name, kafka=True,
+            key_deserializer=deserializer(key_deserializer),
+            value_deserializer=deserializer(value_deserializer),
+        )
+
+    def produced_topic_names(self) -> set[str]:
+        """The names of every topic (or plain output) a batch has written a record to,
+        as Kafka's ``TopologyTestDriver.producedTopicNames()``."""
+        return {name for name, count in self._written.items() if count}
+
+    def _fixed_topics(self) -> list[str]:
+        """Topics written by Kafka outputs that do not route by a ``topic`` column."""
+        return [
+            spec.kafka.topic or spec.name
+            for spec in self._kafka_outputs
+            if spec.kafka is not None and not spec.kafka.routes_by_column
+        ]
+
+    def _may_write(self, topic: str) -> bool:
+        return (
+            topic in self._topic_queues
+            or topic in self._fixed_topics()
+            or any(s.kafka is not None and s.kafka.routes_by_column for s in self._kafka_outputs)
+        )
+
+    def _topic_queue(self, topic: str) -> deque[TestRecord] | None:
+        return self._topic_queues.get(topic)
+
+    def _written_count(self, topic: str) -> int:
+        return self._written.get(topic, 0)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -319,7 +400,13 @@ class TopologyTestDriver:
     def _absorb(self, batches: Iterable[BatchRecord]) -> None:
         for batch in batches:
             self._history.append(batch)
-            self._queues[batch.output].extend(batch.output_records)
+            for record in batch.output_records:
+                topic = record.topic
+                queue = self._topic_queues.get(topic)
+                if queue is None:
+                    queue = self._topic_queues[topic] = deque()
+                queue.append(record)
+                self._written[topic] = self._written.get(topic, 0) + 1
 
     # --- state of the queries -------------------------------------------------------------
     @property

@@ -9,6 +9,8 @@ checkpoints deleted).
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "DriverClosedError",
     "NaiveDatetimeError",
@@ -20,6 +22,7 @@ __all__ = [
     "StreamingQueryFailedError",
     "TimeWentBackwardsError",
     "TopologyError",
+    "UninitializedTopicError",
     "UnknownTopicError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
@@ -62,6 +65,10 @@ class NoSuchRecordError(StreamTestError, LookupError):
     """A read from an output topic that holds no unread record."""
 
 
+class UninitializedTopicError(NoSuchRecordError):
+    """A read from a topic nothing was ever written to (a typo, or a routing bug)."""
+
+
 class SparkConnectNotSupportedError(StreamTestError, TypeError):
     """A Spark Connect session was given; the driver needs a classic session."""
 
@@ -74,18 +81,49 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
     """A query failed while running a batch. The driver has closed itself.
 
     Attributes: ``output`` (the output whose query failed), ``batch_id`` (the batch that
-    failed) and ``cause`` (Spark's error text, including the Python traceback of a
-    failing UDF).
+    failed), ``cause`` (Spark's error text, including the Python traceback of a failing
+    UDF) and ``records`` (the input records the failed batch read, as
+    :class:`~pyspark_streamtest.TestRecord` values). The message names the records'
+    topics, and for Kafka inputs their partitions and offset ranges, so a poison pill
+    can be found.
     """
 
-    def __init__(self, output: str, batch_id: int, cause: str) -> None:
+    def __init__(
+        self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = ()
+    ) -> None:
         self.output = output
         self.batch_id = batch_id
         self.cause = cause
+        self.records = records
+        read = _describe_records(records)
         super().__init__(
-            f"the query of output {output!r} failed in batch {batch_id}; the driver is now "
-            f"closed. Spark's error:\n{cause}"
+            f"the query of output {output!r} failed in batch {batch_id}{read}; the driver is "
+            f"now closed. Spark's error:\n{cause}"
         )
+
+
+def _describe_records(records: tuple[Any, ...]) -> str:
+    """`` (it read topic 'a' partition 0 offsets 3-5, ...)`` for the failure message."""
+    if not records:
+        return ""
+    spans: dict[tuple[str, int | None], list[int]] = {}
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record.topic] = counts.get(record.topic, 0) + 1
+        if record.offset is not None:
+            spans.setdefault((record.topic, record.partition), []).append(record.offset)
+    parts: list[str] = []
+    for topic, count in counts.items():
+        keyed = sorted((p, o) for (t, p), o in spans.items() if t == topic)
+        if keyed:
+            parts.extend(
+                f"topic {topic!r} partition {p} offset"
+                + (f" {min(o)}" if min(o) == max(o) else f"s {min(o)}-{max(o)}")
+                for p, o in keyed
+            )
+        else:
+            parts.append(f"{count} record{'s' if count != 1 else ''} of input {topic!r}")
+    return " (it read " + ", ".join(parts) + ")"
 
 
 class StepTimeoutError(StreamTestError, TimeoutError):

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class KeyValue(NamedTuple):
+    """A (key, value) pair read from a Kafka topic; ``value`` None is a tombstone."""
+
+    key: Any
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -13,15 +20,23 @@ class TestRecord:
     """One record of a topic.
 
     On an input topic, ``timestamp`` is the record's event time (the value of the
-    input's ``timestamp_column``; None for inputs without one). On an output topic,
-    ``batch_id`` and ``processing_time`` say which micro-batch emitted it and at which
-    processing time (the batch's ``current_timestamp()``); ``timestamp`` is None.
-    ``value`` is a dict by column name (nested structs as dicts, timestamps aware UTC).
+    input's ``timestamp_column``, or a Kafka input's ``timestamp``; None for inputs
+    without one). On an output topic, ``batch_id`` and ``processing_time`` say which
+    micro-batch emitted it and at which processing time (the batch's
+    ``current_timestamp()``); ``timestamp`` is None, except on Kafka topics, where it is
+    the record's Kafka timestamp (the batch's processing time).
+
+    ``value`` is, for plain inputs and outputs, a dict by column name (nested structs as
+    dicts, timestamps aware UTC). For Kafka topics ``key`` and ``value`` are what was
+    piped (inputs) or the written bytes, deserialized by the reading handle (outputs);
+    None is a null key or a tombstone. ``headers``, ``partition`` and ``offset`` are set
+    for Kafka records only. Build one to pipe with
+    :meth:`~pyspark_streamtest.TestInputTopic.pipe_record_list`.
     """
 
     __test__ = False  # not a pytest test class
 
-    value: Mapping[str, Any] | None
+    value: Any
     timestamp: datetime | None = None
     topic: str = ""
     batch_id: int | None = None
@@ -65,5 +80,5 @@ class BatchRecord:
         return self.num_input_rows > 0
 
     @property
-    def output_values(self) -> list[Mapping[str, Any] | None]:
+    def output_values(self) -> list[Any]:
         return [record.value for record in self.output_records]

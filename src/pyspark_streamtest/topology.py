@@ -23,13 +23,31 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType, TimestampNTZType, TimestampType, _parse_datatype_string
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    _parse_datatype_string,
+)
 
 from ._spark.jvm import Jvm
 from ._spark.memory_stream import JsonMemoryStream
 from ._spark.plan import plan_facts
 from ._values import StructEncoder
 from .errors import TopologyError, UnsupportedSchemaError
+from .kafka import (
+    CREATE_TIME,
+    KAFKA_HEADERS_TYPE,
+    KAFKA_SOURCE_SCHEMA,
+    LOG_APPEND_TIME,
+    TimestampTypeName,
+)
 
 __all__ = ["OutputMode", "Topology", "TopologyFunction"]
 
@@ -39,17 +57,42 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
 @dataclass(frozen=True)
+class _KafkaInput:
+    partitions: int
+    include_headers: bool
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+
+
+@dataclass(frozen=True)
+class _KafkaOutput:
+    partitions: int
+    topic: str | None
+    """The ``topic`` option: overrides any ``topic`` column."""
+    has_key: bool
+    has_partition: bool
+    has_headers: bool
+    has_topic_column: bool
+
+    @property
+    def routes_by_column(self) -> bool:
+        """Rows go to the topic their ``topic`` column names."""
+        return self.topic is None and self.has_topic_column
+
+
+@dataclass(frozen=True)
 class _InputSpec:
     name: str
     schema: StructType
     timestamp_column: str | None
     encoder: StructEncoder
+    kafka: _KafkaInput | None = None
 
 
 @dataclass(frozen=True)
 class _OutputSpec:
     name: str
     output_mode: str
+    kafka: _KafkaOutput | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +143,6 @@ class Topology:
         values are piped.
         """
         _check_name(name, "input")
-        if name in self._inputs:
-            raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
-                                "the DataFrame")
         struct = _as_struct(schema, name)
         if timestamp_column is not None:
             field = next((f for f in struct.fields if f.name == timestamp_column), None)
@@ -118,18 +158,111 @@ class Topology:
                     f"input {name!r}: timestamp_column {timestamp_column!r} is "
                     f"{field.dataType.simpleString()}; it must be TIMESTAMP"
                 )
+        return self._declare_input(name, struct, timestamp_column, None)
+
+    def kafka_input(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        include_headers: bool = False,
+        timestamp_type: TimestampTypeName = "CreateTime",
+    ) -> DataFrame:
+        """Declare a Kafka topic ``name`` as input and return what
+        ``spark.readStream.format("kafka").option("subscribe", name).load()`` returns.
+
+        The columns are exactly those of Spark's Kafka source: ``key`` and ``value``
+        (binary; a null ``value`` is a tombstone), ``topic``, ``partition``, ``offset``,
+        ``timestamp``, ``timestampType``, and ``headers``
+        (``array<struct<key: string, value: binary>>``) when ``include_headers`` is
+        true (Spark's ``includeHeaders`` option). Pipeline code written for the Kafka
+        source runs on it unchanged: cast or parse ``value`` as it does in production.
+
+        ``partitions`` is the topic's partition count (records are spread over them by
+        key, as by Kafka's default partitioner; see :mod:`pyspark_streamtest.kafka`).
+        ``timestamp_type`` is the topic's ``message.timestamp.type``: ``"CreateTime"``
+        (``timestampType`` 0, the timestamp is the record's own, given when piped) or
+        ``"LogAppendTime"`` (1, the driver's processing time when the record is piped).
+        The ``timestamp`` column is the event time a ``withWatermark("timestamp", ...)``
+        reads.
+        """
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise TopologyError(
+                f"kafka input {name!r}: partitions must be a positive int, got {partitions!r}"
+            )
+        if timestamp_type not in _TIMESTAMP_TYPES:
+            raise TopologyError(
+                f"kafka input {name!r}: timestamp_type must be 'CreateTime' or "
+                f"'LogAppendTime', got {timestamp_type!r}"
+            )
+        struct = KAFKA_SOURCE_SCHEMA
+        if include_headers:
+            struct = StructType([*struct.fields, StructField("headers", KAFKA_HEADERS_TYPE)])
+        kafka = _KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
+        return self._declare_input(name, struct, "timestamp", kafka)
+
+    def _declare_input(
+        self, name: str, struct: StructType, timestamp_column: str | None,
+        kafka: _KafkaInput | None,
+    ) -> DataFrame:
+        _check_name(name, "input")
+        if name in self._inputs:
+            raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
+                                "the DataFrame")
         try:
             encoder = StructEncoder(struct)
         except UnsupportedSchemaError as error:
             raise UnsupportedSchemaError(f"input {name!r}: {error}") from None
         stream = JsonMemoryStream(self._jvm, struct)
-        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder)
+        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka)
         self._streams[name] = stream
         return stream.dataframe
 
     def output(self, name: str, df: DataFrame, *, output_mode: OutputMode = "append") -> None:
         """Declare output ``name``: ``df`` runs as one streaming query in ``output_mode``
         (``"append"``, ``"update"`` or ``"complete"``, as in ``writeStream.outputMode``)."""
+        self._check_output(name, df, output_mode)
+        self._outputs[name] = (_OutputSpec(name, output_mode), df)
+
+    def kafka_output(
+        self,
+        name: str,
+        df: DataFrame,
+        *,
+        topic: str | None = None,
+        partitions: int = 1,
+        output_mode: OutputMode = "append",
+    ) -> None:
+        """Declare output ``name``: ``df`` is written as Spark's Kafka sink writes it.
+
+        ``df`` needs the columns Spark's Kafka sink needs: ``value`` (string or binary,
+        null for a tombstone) and optionally ``key`` (string or binary), ``topic``
+        (string), ``partition`` (int) and ``headers``
+        (``array<struct<key: string, value: binary>>``); other columns are ignored, as
+        by Spark. Strings are written as their UTF-8 bytes.
+
+        Each row goes to the topic in its ``topic`` column, unless ``topic=`` is given
+        (Spark's ``topic`` option, which overrides the column); without either, rows go
+        to the topic named ``name``. A null ``topic`` fails the query, as in Spark. A row
+        with a ``partition`` goes there (it must be below ``partitions``: a real
+        producer fails otherwise, and so does the query); without one, keyed rows are
+        placed by Kafka's default partitioner over ``partitions`` and unkeyed rows
+        round-robin. Each record's timestamp is the processing time of the batch that
+        wrote it (Kafka's producer stamps the time it sends). Read the topics with
+        :meth:`TopologyTestDriver.create_output_topic` and their names with
+        :meth:`TopologyTestDriver.produced_topic_names`.
+        """
+        self._check_output(name, df, output_mode)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise TopologyError(
+                f"kafka output {name!r}: partitions must be a positive int, got {partitions!r}"
+            )
+        if topic is not None:
+            _check_name(topic, "topic")
+        shaped, kafka = _kafka_sink_frame(name, df, topic, partitions)
+        self._outputs[name] = (_OutputSpec(name, output_mode, kafka), shaped)
+
+    def _check_output(self, name: str, df: DataFrame, output_mode: str) -> None:
         _check_name(name, "output")
         if name in self._outputs:
             raise TopologyError(f"output {name!r} is declared twice")
@@ -141,7 +274,6 @@ class Topology:
             raise TopologyError(
                 f"output {name!r} must be a DataFrame, got {type(df).__name__}"
             )
-        self._outputs[name] = (_OutputSpec(name, output_mode), df)
 
     # --- used by the driver -----------------------------------------------------------------
     def _built_output(self, name: str) -> _BuiltOutput:
@@ -174,6 +306,90 @@ class Topology:
 
 
 TopologyFunction = Callable[[Topology], None]
+
+_TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
+
+
+def _kafka_sink_frame(
+    name: str, df: DataFrame, topic: str | None, partitions: int
+) -> tuple[DataFrame, _KafkaOutput]:
+    """Check ``df`` as Spark's Kafka sink does and project it to the sink's columns.
+
+    Failures Spark's sink (or Kafka's producer) raises while writing a row, a null
+    topic and a partition out of range, are raised inside the query too
+    (``raise_error``), so the query fails in the batch that writes such a row.
+    """
+    fields = {f.name: f.dataType for f in df.schema.fields}
+
+    def bad_type(column: str, wanted: str) -> TopologyError:
+        return TopologyError(
+            f"kafka output {name!r}: the {column!r} column is "
+            f"{fields[column].simpleString()}; Spark's Kafka sink needs {wanted}"
+        )
+
+    if "value" not in fields:
+        raise TopologyError(
+            f"kafka output {name!r}: Spark's Kafka sink needs a 'value' column (string or "
+            f"binary); the DataFrame has {', '.join(fields) or 'no columns'}. Select e.g. "
+            "F.to_json(F.struct(...)).alias('value')"
+        )
+    text_or_bytes = (StringType, BinaryType)
+    if not isinstance(fields["value"], text_or_bytes):
+        raise bad_type("value", "string or binary")
+    if "key" in fields and not isinstance(fields["key"], text_or_bytes):
+        raise bad_type("key", "string or binary")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        raise bad_type("topic", "string")
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        raise bad_type("partition", "int")
+    if "headers" in fields and fields["headers"] != KAFKA_HEADERS_TYPE and not (
+        isinstance(fields["headers"], ArrayType)
+        and isinstance(fields["headers"].elementType, StructType)
+        and [(f.name, f.dataType) for f in fields["headers"].elementType.fields]
+        == [("key", StringType()), ("value", BinaryType())]
+    ):
+        raise bad_type("headers", "array<struct<key: string, value: binary>>")
+
+    if topic is not None:
+        topic_col = F.lit(topic)
+    elif "topic" in fields:
+        topic_col = F.when(
+            F.col("topic").isNull(),
+            F.raise_error(F.lit(
+                f"kafka output {name!r}: a row has a null 'topic'; give every row a topic, "
+                "or set topic= on kafka_output"
+            )),
+        ).otherwise(F.col("topic"))
+    else:
+        topic_col = F.lit(name)
+    columns = [
+        (F.col("key") if "key" in fields else F.lit(None).cast("binary")).alias("key"),
+        F.col("value").alias("value"),
+        topic_col.cast("string").alias("topic"),
+    ]
+    if "partition" in fields:
+        part = F.col("partition")
+        columns.append(
+            F.when(
+                part.isNotNull() & ((part < 0) | (part >= partitions)),
+                F.raise_error(F.concat(
+                    F.lit(f"kafka output {name!r}: partition "), part.cast("string"),
+                    F.lit(f" is out of range [0, {partitions}); declare kafka_output(..., "
+                          "partitions=N) with enough partitions"),
+                )),
+            ).otherwise(part).cast("int").alias("partition")
+        )
+    if "headers" in fields:
+        columns.append(F.col("headers").alias("headers"))
+    kafka = _KafkaOutput(
+        partitions=partitions,
+        topic=topic,
+        has_key="key" in fields,
+        has_partition="partition" in fields,
+        has_headers="headers" in fields,
+        has_topic_column="topic" in fields,
+    )
+    return df.select(*columns), kafka
 
 
 def _check_name(name: object, kind: str) -> None:
@@ -238,6 +454,8 @@ def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm) -> Topology
 
 def _signature(t: Topology) -> tuple[object, ...]:
     return (
-        tuple((s.name, s.schema.json(), s.timestamp_column) for s in t._inputs.values()),
+        tuple(
+            (s.name, s.schema.json(), s.timestamp_column, s.kafka) for s in t._inputs.values()
+        ),
         tuple(spec for spec, _ in t._outputs.values()),
     )

@@ -70,7 +70,7 @@ def test_a_bad_value_in_a_list_pipes_none_of_it(topology_driver):
         (lambda d: d.advance_wall_clock(1000), TypeError, r"must be a datetime.timedelta"),
         (lambda d: d.create_input_topic("clicks").advance_time(timedelta(milliseconds=-5)), TimeWentBackwardsError, r"negative"),
         (lambda d: d.create_input_topic("clicks", start_timestamp=NAIVE), NaiveDatetimeError, r"start_timestamp"),
-        (lambda d: d.create_output_topic("counts").read_value(), NoSuchRecordError, r"no unread record .*emitted nothing yet"),
+        (lambda d: d.create_output_topic("counts").read_value(), NoSuchRecordError, r"output 'counts' has no unread record \(nothing written yet\)"),
     ],
     ids=["unknown-input", "unknown-output", "unknown-watermark-output", "clock-backwards",
          "clock-not-timedelta", "record-time-backwards", "naive-start", "read-empty"],

@@ -1,0 +1,189 @@
+"""The broker's part for Kafka-shaped topics: partitions, offsets, record layout.
+
+One :class:`Broker` per driver. Input topics and output topics are separate
+namespaces (a test never feeds an output back into an input). Offsets are per
+partition, from 0, and survive restarts of the queries (the broker is the driver's).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pyspark.sql.types import TimestampType
+
+from ._values import encoder_for
+from .kafka import default_partition
+from .records import TestRecord
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+_timestamp_text = encoder_for(TimestampType())
+
+
+class _TopicLog:
+    def __init__(self) -> None:
+        self.next_offsets: dict[int, int] = {}
+        self.round_robin = 0
+
+    def place(self, key: bytes | None, partitions: int) -> int:
+        if key is not None:
+            return default_partition(key, partitions)
+        chosen = self.round_robin % partitions
+        self.round_robin += 1
+        return chosen
+
+    def append(self, partition: int) -> int:
+        offset = self.next_offsets.get(partition, 0)
+        self.next_offsets[partition] = offset + 1
+        return offset
+
+
+class Broker:
+    def __init__(self) -> None:
+        self._inputs: dict[str, _TopicLog] = {}
+        self._outputs: dict[str, _TopicLog] = {}
+
+    def input_log(self, topic: str) -> _TopicLog:
+        return self._inputs.setdefault(topic, _TopicLog())
+
+    def output_log(self, topic: str) -> _TopicLog:
+        return self._outputs.setdefault(topic, _TopicLog())
+
+
+@dataclass(frozen=True)
+class SerializedRecord:
+    """A Kafka input record after serialization, before it is given a place."""
+
+    key: Any
+    value: Any
+    key_bytes: bytes | None
+    value_bytes: bytes | None
+    timestamp: datetime
+    headers: Headers
+    partition: int | None
+
+
+def normalize_headers(headers: object) -> Headers:
+    """Headers as Kafka has them: an ordered list of (str key, bytes-or-null value);
+    keys may repeat. Accepts a mapping or an iterable of pairs; str values are UTF-8."""
+    if headers is None:
+        return ()
+    if isinstance(headers, Mapping):
+        pairs: Iterable[Any] = headers.items()
+    elif isinstance(headers, (str, bytes)) or not isinstance(headers, Iterable):
+        raise TypeError(
+            f"headers must be a dict or a list of (key, value) pairs, got {type(headers).__name__}"
+        )
+    else:
+        pairs = headers
+    out: list[tuple[str, bytes | None]] = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"each header must be a (key, value) pair, got {pair!r}")
+        key, value = pair
+        if not isinstance(key, str):
+            raise TypeError(f"header keys must be str, got {type(key).__name__} {key!r}")
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            value = bytes(value)
+        elif value is not None:
+            raise TypeError(
+                f"header {key!r}: values must be bytes, str or None, got {type(value).__name__}"
+            )
+        out.append((key, value))
+    return tuple(out)
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def place_input_records(
+    broker: Broker,
+    topic: str,
+    partitions: int,
+    timestamp_type: int,
+    include_headers: bool,
+    records: Sequence[SerializedRecord],
+) -> tuple[list[str], list[TestRecord]]:
+    """Give each record its partition and offset; return the JSON lines Spark parses
+    into the Kafka source's columns, and the records as the test sees them."""
+    log = broker.input_log(topic)
+    lines: list[str] = []
+    placed: list[TestRecord] = []
+    for record in records:
+        partition = (
+            record.partition
+            if record.partition is not None
+            else log.place(record.key_bytes, partitions)
+        )
+        offset = log.append(partition)
+        row: dict[str, Any] = {
+            "key": _b64(record.key_bytes),
+            "value": _b64(record.value_bytes),
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+            "timestamp": _timestamp_text(record.timestamp, "timestamp"),
+            "timestampType": timestamp_type,
+        }
+        if include_headers:
+            row["headers"] = [{"key": k, "value": _b64(v)} for k, v in record.headers]
+        lines.append(json.dumps(row, separators=(",", ":")))
+        placed.append(TestRecord(
+            value=record.value,
+            key=record.key,
+            timestamp=record.timestamp,
+            topic=topic,
+            headers=record.headers,
+            partition=partition,
+            offset=offset,
+        ))
+    return lines, placed
+
+
+def _utf8(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def kafka_output_records(
+    broker: Broker,
+    partitions: int,
+    rows: Iterable[Mapping[str, Any]],
+    batch_id: int,
+    processing_time: datetime,
+) -> tuple[TestRecord, ...]:
+    """The records a batch's rows become in their topics (key and value as bytes)."""
+    out: list[TestRecord] = []
+    for row in rows:
+        topic = str(row["topic"])
+        log = broker.output_log(topic)
+        key = _utf8(row["key"])
+        partition = row.get("partition")
+        if partition is None:
+            partition = log.place(key, partitions)
+        headers = tuple(
+            (str(h["key"]), _utf8(h["value"])) for h in (row.get("headers") or ())
+        )
+        out.append(TestRecord(
+            value=_utf8(row["value"]),
+            key=key,
+            timestamp=processing_time,
+            topic=topic,
+            batch_id=batch_id,
+            processing_time=processing_time,
+            headers=headers,
+            partition=int(partition),
+            offset=log.append(int(partition)),
+        ))
+    return tuple(out)
