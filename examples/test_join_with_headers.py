@@ -1,0 +1,41 @@
+"""Tests of example 3: a stream-stream join across two Kafka topics, headers carried."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from examples.join_with_headers import topology
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def minutes(m: float) -> datetime:
+    return T0 + timedelta(minutes=m)
+
+
+def test_payments_join_their_orders_and_keep_the_headers(topology_driver):
+    driver = topology_driver(topology)
+    orders = driver.create_input_topic("orders", value_serializer="json")
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    paid = driver.create_output_topic("paid-orders", key_deserializer="string",
+                                      value_deserializer="json")
+
+    orders.pipe_input("o1", {"customer": "ada", "amount": 12.5}, timestamp=minutes(0),
+                      headers={"trace-id": "t-o1"})
+    orders.pipe_input("o2", {"customer": "bob", "amount": 3.0}, timestamp=minutes(1),
+                      headers=[("trace-id", "t-o2"), ("channel", "web")])
+    driver.process_all_available()
+    assert paid.is_empty()
+
+    payments.pipe_input("o2", {"method": "card"}, timestamp=minutes(4),
+                        headers={"trace-id": "t-p2"})
+    payments.pipe_input("o1", {"method": "cash"}, timestamp=minutes(30),  # too late for o1
+                        headers={"trace-id": "t-p1"})
+    driver.process_all_available()
+    record = paid.read_record()
+    assert (record.key, record.value) == (
+        "o2", {"order_id": "o2", "customer": "bob", "amount": 3.0, "method": "card"})
+    assert record.headers == (
+        ("trace-id", b"t-o2"), ("channel", b"web"), ("payment-trace-id", b"t-p2"))
+    assert paid.is_empty()
+    assert driver.produced_topic_names() == {"paid-orders"}
