@@ -120,6 +120,12 @@ class TestInputTopic:
         headers: Any = None, partition: int | None = None,
     ) -> None: ...
 
+    @overload
+    def pipe_input(
+        self, key: Any, value: Any, timestamp: datetime, /, *,
+        headers: Any = None, partition: int | None = None,
+    ) -> None: ...
+
     def pipe_input(
         self, *args: Any, timestamp: datetime | None = None, headers: Any = None,
         partition: int | None = None,
@@ -132,16 +138,20 @@ class TestInputTopic:
         ``timestamp_column``). For a Kafka input, ``key`` and ``value`` are serialized
         by the topic's serializers; ``None`` stays null (a null value is a tombstone).
         A :class:`TestRecord` brings its own key, value, timestamp, headers and
-        partition. ``timestamp`` sets the event time (see the class doc).
+        partition. ``timestamp`` sets the event time (see the class doc); as in Kafka's
+        ``pipeInput(key, value, timestamp)`` it may also be the third positional argument.
         """
         self._driver._check_open()
+        if len(args) == 3 and timestamp is None:
+            *args_kv, timestamp = args
+            args = tuple(args_kv)
         if len(args) == 1 and isinstance(args[0], TestRecord):
             self.pipe_record_list([args[0]])
             return
         if len(args) not in (1, 2):
             raise TypeError(
-                f"pipe_input takes (value), (key, value) or (TestRecord), got {len(args)} "
-                "positional arguments"
+                f"pipe_input takes (value), (key, value), (key, value, timestamp) or "
+                f"(TestRecord), got {len(args)} positional arguments"
             )
         if self._spec.kafka is None:
             self._plain_only(len(args) == 2, headers, partition)

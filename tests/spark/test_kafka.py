@@ -136,10 +136,12 @@ def test_bad_kafka_input_calls_leave_the_topic_unchanged(topology_driver):
                                         "the 'int' serializer takes int, got str"):
         events.pipe_key_value_list([("a", 1), ("b", "x")])
     with pytest.raises(TypeError, match="pipe_input takes \\(value\\), \\(key, value\\)"):
+        events.pipe_input("a", 1, at(1), 2)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="timestamp must be a timezone-aware datetime"):
         events.pipe_input("a", 1, 2)  # type: ignore[call-overload]
-    events.pipe_input("a", 7)
+    events.pipe_input("a", 7, at(9))  # Kafka's pipeInput(key, value, timestamp)
     driver.process_all_available()
-    assert [r.value for r in driver.batches[0].input_records] == [7]
+    assert [(r.value, r.timestamp) for r in driver.batches[0].input_records] == [(7, at(9))]
     assert driver.batches[0].input_records[0].offset == 0  # failed calls used no offsets
 
 
