@@ -18,7 +18,7 @@ from ._spark import clock as _clock
 from ._spark.jvm import Jvm, java_error_text
 from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from ._spark.sink import CollectingSink
-from ._spark.watermark import ShadowWatermark
+from ._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ._time import from_ms
 from ._values import row_decoder
 from .errors import StepTimeoutError, StreamingQueryFailedError
@@ -53,6 +53,7 @@ class QueryRunner:
         self._jquery: Any = None
         self._shadow: ShadowWatermark | None = None
         self._watermark_ms = 0
+        self._forced_ms: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self, now_ms: int) -> list[BatchRecord]:
@@ -63,7 +64,16 @@ class QueryRunner:
         with scoped_sql_conf(self._jvm.spark, self._sql_conf):
             self._jquery = self._start_query()
         self._shadow = None
-        return self.finish_trigger(0)
+        ran = self.finish_trigger(0)
+        if self._forced_ms is not None and (
+            query_watermark_ms(stream_execution(self._jquery)) < self._forced_ms
+        ):
+            # The forced watermark reached no offset log entry (no batch ran after it):
+            # put it back, so a restart keeps it.
+            force_query_watermark(
+                stream_execution(self._jquery), self._forced_ms, self.next_batch_id
+            )
+        return ran
 
     def _start_query(self) -> Any:
         assert self.clock is not None and self._sink is not None
@@ -128,6 +138,14 @@ class QueryRunner:
 
     def watermark_ms(self) -> int | None:
         return self._watermark_ms if self.built.has_watermark else None
+
+    def force_watermark(self, ms: int) -> None:
+        """Set the query's watermark (and the shadow's) to ``ms``; the query is idle."""
+        force_query_watermark(stream_execution(self._jquery), ms, self.next_batch_id)
+        if self._shadow is not None:
+            self._shadow.force(ms)
+        self._watermark_ms = ms
+        self._forced_ms = ms
 
     def finish_trigger(self, wait_calls_before: int) -> list[BatchRecord]:
         """Wait until the trigger(s) let run have finished; return the batches they ran."""

@@ -21,7 +21,12 @@ from ._spark.session import build_test_session, ensure_classic_session
 from ._spark.versions import capabilities
 from ._time import duration_ms, from_ms, require_aware, to_ms
 from .clock import DEFAULT_START_TIME, _PythonClockFreeze
-from .errors import DriverClosedError, StreamTestError, UnknownTopicError
+from .errors import (
+    DriverClosedError,
+    StreamTestError,
+    TimeWentBackwardsError,
+    UnknownTopicError,
+)
 from .kafka import DeserializerSpec, SerializerSpec, deserializer, serializer
 from .records import BatchRecord, TestRecord
 from .topics import TestInputTopic, TestOutputTopic
@@ -352,6 +357,72 @@ class TopologyTestDriver:
             f"process_all_available() ran {_MAX_ROUNDS} rounds and Spark still had batches to "
             "run; the queries never become idle. The driver is closed."
         )
+
+    def advance_watermark_to(
+        self, watermark: datetime, *, output: str | None = None
+    ) -> list[BatchRecord]:
+        """Move the event-time watermark of ``output``'s query (default: every query
+        with a watermark) forward to ``watermark``, then run the batches Spark then runs.
+
+        Between batches the driver sets the query's watermark as Spark does when it
+        recovers one from a checkpoint, then calls :meth:`process_all_available`: Spark
+        plans the next batch with the new watermark, so append-mode windows ending at
+        or before it are emitted, state older than it is evicted, and event-time
+        timeouts and timers up to it fire, in a no-data batch. Records piped before the
+        call are processed first, with the old watermark. As always in Spark 3.4+, rows
+        are dropped as late by the watermark of the *previous* batch, so the first batch
+        that runs with the new watermark evicts with it and the batches after it also
+        drop rows behind it. Like Beam's ``advance_watermark_to`` and Flink's
+        ``processWatermark``.
+
+        This is a test-only control: in production only event time seen in data moves
+        the watermark. It moves forward only (a later batch's data can move it further;
+        nothing moves it back). With several watermarks in one query (a join), Spark
+        keeps one per input and combines them with the multiple-watermark policy; this
+        sets the combined (global) value that the stateful operators use, and the next
+        data moves it only if the policy's result is higher. The new value is written to
+        the offset log by the next batch; if none ran before :meth:`restart`, the driver
+        sets it again after the restart, so a restart keeps it.
+
+        Raises :class:`~pyspark_streamtest.errors.TimeWentBackwardsError` for a value
+        below a query's current watermark (nothing is changed), and ``ValueError`` if the
+        query (or, without ``output``, every query) has no ``withWatermark``.
+        """
+        self._check_open()
+        target = to_ms(require_aware(watermark, "watermark"))
+        if output is not None:
+            runners = [self._runner(output)]
+            if runners[0].watermark_ms() is None:
+                raise ValueError(
+                    f"output {output!r} has no event-time watermark (no withWatermark in its "
+                    "query), so there is nothing to advance"
+                )
+        else:
+            runners = [r for r in self._runners if r.watermark_ms() is not None]
+            if not runners:
+                raise ValueError(
+                    "no query of this topology has an event-time watermark (withWatermark); "
+                    "there is nothing to advance"
+                )
+        for runner in runners:
+            current = runner.watermark_ms()
+            assert current is not None
+            if target < current:
+                raise TimeWentBackwardsError(
+                    f"cannot move the watermark of output {runner.name!r} back from "
+                    f"{from_ms(current).isoformat()} to {from_ms(target).isoformat()}; "
+                    "watermarks only move forward"
+                )
+        self._flush_inputs()  # records piped before the call are processed first
+        ran = self.process_all_available()
+        try:
+            for runner in runners:
+                if target > (runner.watermark_ms() or 0):
+                    runner.force_watermark(target)
+        except BaseException:
+            self._close_after_failure()
+            raise
+        return ran + self.process_all_available()
 
     def _move_clock(self, now_ms: int) -> list[BatchRecord]:
         """Move every query's clock to ``now_ms``; the queries whose next trigger is due

@@ -30,3 +30,57 @@ class ShadowWatermark:
         """Feed the last executed batch's plan; returns the next batch's watermark (ms)."""
         self._tracker.updateWatermark(self._execution.lastExecution().executedPlan())
         return int(self._tracker.currentWatermark())
+
+    def force(self, ms: int) -> None:
+        """Move the shadow forward to ``ms`` (after the query's own was forced there)."""
+        self._tracker.setWatermark(int(ms))
+
+
+def query_watermark_ms(stream_execution: JavaObject) -> int:
+    """The watermark the query's own tracker holds (what its next batch will use, unless
+    the last batch's data moves it)."""
+    return int(stream_execution.watermarkTracker().currentWatermark())
+
+
+def force_query_watermark(stream_execution: JavaObject, ms: int, next_batch_id: int) -> None:
+    """Set the query's event-time watermark to ``ms`` between batches.
+
+    ``WatermarkTracker.setWatermark`` is what Spark itself calls when it recovers the
+    watermark from the offset log on restart; the tracker only moves forward from
+    there. The next trigger plans its batch with this watermark (and runs a no-data
+    batch if state is due for eviction).
+
+    An idle trigger has already asked the query's WatermarkPropagator about batch
+    ``next_batch_id`` with the old watermark, and the propagator caches one watermark
+    per batch id (asserting it never changes). That cached guess is dropped here so the
+    batch is planned afresh; entries of earlier batches, which late-row filtering
+    reads, stay.
+    """
+    stream_execution.watermarkTracker().setWatermark(int(ms))
+    propagator = _private_field(stream_execution, "MicroBatchExecution", "watermarkPropagator")
+    if propagator is None:
+        return
+    cache = _private_field(propagator, None, "batchIdToWatermark")
+    if cache is None:  # the no-op propagator (no stateful operators) caches nothing
+        return
+    keys = cache.keySet().iterator()
+    while keys.hasNext():
+        if int(keys.next()) >= next_batch_id:
+            keys.remove()
+
+
+def _private_field(obj: JavaObject, declaring_class: str | None, name: str) -> JavaObject:
+    """The value of field ``name`` declared by ``obj``'s class (or the superclass whose
+    simple name is ``declaring_class``), or None if there is no such field."""
+    jclass = obj.getClass()
+    while declaring_class is not None and jclass is not None and (
+        jclass.getSimpleName() != declaring_class
+    ):
+        jclass = jclass.getSuperclass()
+    if jclass is None:
+        return None
+    if not any(f.getName() == name for f in jclass.getDeclaredFields()):
+        return None
+    field = jclass.getDeclaredField(name)
+    field.setAccessible(True)
+    return field.get(obj)
