@@ -39,6 +39,7 @@ class QueryRunner:
         self.input_names = tuple(name for name, _ in built.streams)
         self._jvm = jvm
         self._checkpoint = checkpoint
+        self.checkpoint = checkpoint
         self._interval_ms = trigger_interval_ms
         self._timeout_s = timeout_s
         self._schema_json = built.dataframe.schema.json()

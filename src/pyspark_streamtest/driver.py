@@ -18,17 +18,28 @@ from ._broker import Broker
 from ._runner import QueryRunner
 from ._spark.jvm import Jvm
 from ._spark.session import build_test_session, ensure_classic_session
+from ._spark.state import read_metadata, read_state_schema, state_reader_options
 from ._spark.versions import capabilities
+from ._state_reader import Shape, choose_operator, read_view, store_metadata
 from ._time import duration_ms, from_ms, require_aware, to_ms
 from .clock import DEFAULT_START_TIME, _PythonClockFreeze
 from .errors import (
     DriverClosedError,
+    StateStoreError,
     StreamTestError,
     TimeWentBackwardsError,
     UnknownTopicError,
 )
+from .features import Feature, require_feature, supported_features
 from .kafka import DeserializerSpec, SerializerSpec, deserializer, serializer
 from .records import BatchRecord, TestRecord
+from .state import (
+    OperatorDescription,
+    QueryDescription,
+    StateStoreView,
+    TopologyDescription,
+    WindowStoreView,
+)
 from .topics import TestInputTopic, TestOutputTopic
 from .topology import TopologyFunction, _InputSpec, build_topology
 
@@ -423,6 +434,173 @@ class TopologyTestDriver:
             self._close_after_failure()
             raise
         return ran + self.process_all_available()
+
+    # --- state -------------------------------------------------------------------------------
+    def get_state_store(
+        self,
+        output: str,
+        *,
+        operator_id: int | None = None,
+        store_name: str | None = None,
+        state_var: str | None = None,
+        batch_id: int | None = None,
+    ) -> StateStoreView:
+        """A read-only view of the state of ``output``'s query, as of the end of batch
+        ``batch_id`` (default: the last batch run). Needs PySpark 4.0+ (Spark's state
+        data source); see :mod:`pyspark_streamtest.state` for keys and values.
+
+        ``operator_id`` picks the stateful operator when the query has several (see
+        :meth:`describe`); ``store_name`` a store of it other than ``"default"``;
+        ``state_var`` a ``transformWithState(InPandas)`` state variable. Entries are as
+        Spark stores them: for ``applyInPandasWithState`` a value is
+        ``{"groupState": {...}, "timeoutTimestamp": ms}``; for ``dropDuplicates`` it is
+        None (the store keeps keys only). Before the query's first batch the view is
+        empty. Reading never changes the query.
+        """
+        return self._read_state(output, operator_id, store_name, state_var, None, batch_id,
+                                "generic")
+
+    def get_key_value_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The state of an aggregation without windows (``groupBy(k).agg(...)``), a
+        ``dropDuplicates`` (values None) or an ``applyInPandasWithState`` (values are the
+        user's state, the ``groupState`` struct), as ``key -> value``."""
+        return self._read_state(output, operator_id, None, None, None, batch_id, "key_value")
+
+    def get_window_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a windowed aggregation (``groupBy(window(...), k)``): entries keyed
+        by the other grouping columns, each with its :class:`~pyspark_streamtest.state.
+        Window` (start and end as datetimes). ``fetch(key, time_from, time_to)`` reads a
+        key's windows, as Kafka's ``WindowStore.fetch``."""
+        view = self._read_state(output, operator_id, None, None, None, batch_id, "window")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_session_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a session-window aggregation (``groupBy(session_window(...), k)``):
+        the open sessions per key, each with its window (first event to last event plus
+        the gap) and its aggregate values."""
+        view = self._read_state(output, operator_id, None, None, None, batch_id, "session")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_join_store(
+        self,
+        output: str,
+        side: str,
+        *,
+        operator_id: int | None = None,
+        batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The rows a stream-stream join buffers on ``side`` (``"left"`` or ``"right"``),
+        keyed by the join key (``get_all(key)``: a key can buffer several rows). Rows
+        leave the buffer when the watermark passes the join's time bound."""
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+        return self._read_state(output, operator_id, None, None, side, batch_id, "join")
+
+    def describe(self) -> TopologyDescription:
+        """Each query's output mode, watermarks (column and delay) and stateful operators
+        (Spark's operator id and name, state store names, key and value schemas),
+        printable like Kafka's ``Topology#describe()``. Operators are known once a batch
+        has run (Spark plans them then); schemas need PySpark 4.0+."""
+        self._check_open()
+        queries = []
+        for runner in self._runners:
+            spec = runner.built.spec
+            queries.append(QueryDescription(
+                output=runner.name,
+                output_mode=spec.output_mode,
+                kafka=spec.kafka is not None,
+                watermarks=runner.built.watermarks,
+                operators=self._operators(runner),
+            ))
+        return TopologyDescription(tuple(queries))
+
+    def _operators(self, runner: QueryRunner) -> tuple[OperatorDescription, ...]:
+        if runner.last_batch is None:
+            return ()
+        if Feature.STATE_STORE_READS not in supported_features(self._spark):
+            return tuple(
+                OperatorDescription(index, str(op.get("operatorName", "?")), ())
+                for index, op in enumerate(runner.last_batch.state_operators)
+            )
+        stores = read_metadata(self._spark, runner.checkpoint)
+        described = []
+        for operator_id in sorted({s.operator_id for s in stores}):
+            mine = [s for s in stores if s.operator_id == operator_id]
+            names = tuple(s.store_name for s in mine)
+            key_schema = value_schema = None
+            if "default" in names:
+                schema = read_state_schema(self._spark, runner.checkpoint, state_reader_options(
+                    runner.last_batch.batch_id, operator_id, "default", None, None))
+                key_schema = schema["key"].dataType.simpleString()
+                value_schema = schema["value"].dataType.simpleString()
+            described.append(OperatorDescription(
+                operator_id, mine[0].operator_name, names, key_schema, value_schema))
+        return tuple(described)
+
+    def _read_state(
+        self,
+        output: str,
+        operator_id: int | None,
+        store_name: str | None,
+        state_var: str | None,
+        join_side: str | None,
+        batch_id: int | None,
+        shape: Shape,
+    ) -> StateStoreView:
+        self._check_open()
+        runner = self._runner(output)
+        require_feature(self._spark, Feature.STATE_STORE_READS)
+        last = runner.last_batch
+        if batch_id is not None and (
+            isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
+        ):
+            raise ValueError(f"batch_id must be a batch id (an int >= 0), got {batch_id!r}")
+        if last is None:
+            if batch_id is not None:
+                raise StateStoreError(
+                    f"output {output!r} has run no batch yet, so there is no state as of batch "
+                    f"{batch_id}"
+                )
+            empty_view = WindowStoreView if shape in ("window", "session") else StateStoreView
+            return empty_view((), output=output, operator_id=operator_id or 0,
+                              store_name=store_name, state_var=state_var, batch_id=None,
+                              key_names=())
+        if batch_id is not None and batch_id > last.batch_id:
+            raise StateStoreError(
+                f"output {output!r} has run batches up to {last.batch_id}; there is no state "
+                f"as of batch {batch_id} yet"
+            )
+        stores = store_metadata(self._spark, runner.checkpoint, output)
+        chosen = choose_operator(stores, output, operator_id)
+        kind = next(s.operator_name for s in stores if s.operator_id == chosen)
+        if join_side is not None and kind != "symmetricHashJoin":
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} is {kind}, not a stream-stream join"
+            )
+        if join_side is None and kind == "symmetricHashJoin":
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} is a stream-stream join; read one side "
+                "with get_join_store(output, 'left' or 'right')"
+            )
+        names = {s.store_name for s in stores if s.operator_id == chosen}
+        if store_name is not None and store_name not in names:
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} has no store {store_name!r}; its stores "
+                f"are {_names(names)}"
+            )
+        return read_view(
+            self._spark, runner.checkpoint, output=output, operator_id=chosen,
+            store_name=store_name, state_var=state_var, join_side=join_side,
+            batch_id=last.batch_id if batch_id is None else batch_id, shape=shape,
+        )
 
     def _move_clock(self, now_ms: int) -> list[BatchRecord]:
         """Move every query's clock to ``now_ms``; the queries whose next trigger is due

@@ -17,6 +17,7 @@ __all__ = [
     "NoSuchRecordError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
+    "StateStoreError",
     "StepTimeoutError",
     "StreamTestError",
     "StreamingQueryFailedError",
@@ -67,6 +68,11 @@ class NoSuchRecordError(StreamTestError, LookupError):
 
 class UninitializedTopicError(NoSuchRecordError):
     """A read from a topic nothing was ever written to (a typo, or a routing bug)."""
+
+
+class StateStoreError(StreamTestError, LookupError):
+    """A state store that cannot be read as asked: a stateless query, an unknown
+    operator, a batch that has not run, or a store of another shape."""
 
 
 class SparkConnectNotSupportedError(StreamTestError, TypeError):

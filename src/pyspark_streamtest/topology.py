@@ -102,6 +102,7 @@ class _BuiltOutput:
     streams: tuple[tuple[str, JsonMemoryStream], ...]
     """(input name, source) for every input this output's query reads."""
     has_watermark: bool
+    watermarks: tuple[tuple[str, str], ...] = ()
 
 
 class Topology:
@@ -302,6 +303,7 @@ class Topology:
             df,
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
+            facts.watermarks,
         )
 
 

@@ -1,0 +1,282 @@
+"""Read-only views of a query's state stores, and a description of its stateful operators.
+
+Views are made by the driver (:meth:`TopologyTestDriver.get_state_store
+<pyspark_streamtest.TopologyTestDriver.get_state_store>` and its typed helpers) from
+Spark's state data source (PySpark 4.0 and later). A view is a snapshot: the state as
+of the end of one committed batch, read once, in plain Python. Reading state runs a
+small batch job over the checkpoint's files; it never changes the query.
+
+**Keys and values.** A store's key is a struct of the grouping columns: a view gives it
+as the bare value when it has one column (``"alice"``) and as a tuple otherwise
+(``("alice", "/home")``), so ``get("alice")`` and ``get(("alice", "/home"))`` read
+naturally. ``get`` also accepts a dict by column name. Values are dicts by column name
+(structs as dicts, timestamps timezone-aware UTC), as output rows are. Window and
+session stores take the window out of the key: their entries carry a :class:`Window`.
+
+**Several values per key.** A stream-stream join buffers every row of a key, and
+``transformWithState`` list and map state hold several entries per key: there
+``get(key)`` raises and ``get_all(key)`` returns them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "OperatorDescription",
+    "QueryDescription",
+    "StateEntry",
+    "StateStoreView",
+    "TopologyDescription",
+    "Window",
+    "WindowStoreView",
+]
+
+
+@dataclass(frozen=True, order=True)
+class Window:
+    """A time window ``[start, end)`` (aware UTC datetimes)."""
+
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    """One entry of a state store: ``key`` (bare value or tuple), ``value`` (a dict, or
+    None where the store keeps keys only), the ``window`` of window and session stores,
+    and the shuffle ``partition`` that holds it."""
+
+    key: Any
+    value: Any
+    window: Window | None = None
+    partition: int = 0
+
+
+def _sort_key(value: Any) -> tuple[Any, ...]:
+    """Orders keys of mixed shapes deterministically (None first, then by type name)."""
+    if isinstance(value, tuple):
+        return (1, "tuple", tuple(_sort_key(v) for v in value))
+    if value is None:
+        return (0, "", 0)
+    if isinstance(value, Mapping):
+        return (1, "dict", tuple(sorted((k, _sort_key(v)) for k, v in value.items())))
+    return (1, type(value).__name__, value)
+
+
+class StateStoreView:
+    """A read-only snapshot of one state store (or join side, or state variable).
+
+    ``output``, ``operator_id``, ``store_name``, ``state_var`` and ``batch_id`` say what
+    was read: the state as of the end of batch ``batch_id`` (None when the query had
+    committed no batch yet: the view is then empty).
+    """
+
+    def __init__(
+        self,
+        entries: Sequence[StateEntry],
+        *,
+        output: str,
+        operator_id: int,
+        store_name: str | None,
+        state_var: str | None,
+        batch_id: int | None,
+        key_names: tuple[str, ...],
+    ) -> None:
+        self._entries = tuple(
+            sorted(entries, key=lambda e: (_sort_key(e.key), _sort_key(e.window), e.partition))
+        )
+        self.output = output
+        self.operator_id = operator_id
+        self.store_name = store_name
+        self.state_var = state_var
+        self.batch_id = batch_id
+        self.key_names = key_names
+        by_key: dict[Any, list[StateEntry]] = {}
+        for entry in self._entries:
+            by_key.setdefault(_hashable(entry.key), []).append(entry)
+        self._by_key = by_key
+
+    # --- reads ----------------------------------------------------------------------------
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The value stored for ``key``, or ``default`` when there is none. Raises
+        ``ValueError`` if the key holds several entries (use :meth:`get_all`)."""
+        found = self._by_key.get(self._normalize(key))
+        if not found:
+            return default
+        if len(found) > 1:
+            raise ValueError(
+                f"key {key!r} holds {len(found)} entries in this store (join buffers, list "
+                "or map state, or several windows); use get_all(key)"
+            )
+        return found[0].value
+
+    def get_all(self, key: Any) -> list[Any]:
+        """Every value stored for ``key`` (possibly none), in a deterministic order."""
+        return [e.value for e in self._by_key.get(self._normalize(key), [])]
+
+    def all(self) -> list[StateEntry]:
+        """Every entry, ordered by key (then window)."""
+        return list(self._entries)
+
+    def range(self, from_key: Any = None, to_key: Any = None) -> list[StateEntry]:
+        """Entries whose key is between ``from_key`` and ``to_key``, both inclusive (as
+        Kafka's ``KeyValueStore.range``); None leaves that end open."""
+        low = None if from_key is None else _sort_key(self._normalize(from_key))
+        high = None if to_key is None else _sort_key(self._normalize(to_key))
+        return [
+            e for e in self._entries
+            if (low is None or _sort_key(e.key) >= low)
+            and (high is None or _sort_key(e.key) <= high)
+        ]
+
+    def prefix(self, prefix: Any) -> list[StateEntry]:
+        """Entries whose key starts with ``prefix``: a string prefix of a string key, or
+        the leading columns (a value or a tuple) of a multi-column key."""
+        if isinstance(prefix, str):
+            one = [e for e in self._entries if isinstance(e.key, str) and e.key.startswith(prefix)]
+            if one or not any(isinstance(e.key, tuple) for e in self._entries):
+                return one
+        lead = prefix if isinstance(prefix, tuple) else (prefix,)
+        return [
+            e for e in self._entries
+            if isinstance(e.key, tuple) and e.key[: len(lead)] == lead
+        ]
+
+    def keys(self) -> list[Any]:
+        """The distinct keys, ordered."""
+        return [found[0].key for found in self._by_key.values()]
+
+    def items(self) -> list[tuple[Any, Any]]:
+        """(key, value) pairs, ordered (a key with several entries appears once each)."""
+        return [(e.key, e.value) for e in self._entries]
+
+    def to_dict(self) -> dict[Any, Any]:
+        """``{key: value}``; raises ``ValueError`` if a key holds several entries."""
+        return {found[0].key: self.get(found[0].key) for found in self._by_key.values()}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return self._normalize(key) in self._by_key
+
+    def _normalize(self, key: Any) -> Any:
+        if isinstance(key, Mapping):
+            missing = [n for n in self.key_names if n not in key]
+            if missing:
+                raise KeyError(f"key is missing column(s) {missing}; the key columns are "
+                               f"{list(self.key_names)}")
+            values = tuple(key[n] for n in self.key_names)
+            return _hashable(values[0] if len(values) == 1 else values)
+        if isinstance(key, list):
+            key = tuple(key)
+        return _hashable(key)
+
+    def __repr__(self) -> str:
+        what = f"state var {self.state_var!r}" if self.state_var else f"store {self.store_name!r}"
+        return (
+            f"<{type(self).__name__} output={self.output!r} operator={self.operator_id} {what} "
+            f"batch={self.batch_id} entries={len(self)}>"
+        )
+
+
+class WindowStoreView(StateStoreView):
+    """A window or session store: each entry's ``key`` is the grouping key without the
+    window, and its ``window`` is the time window (or session) it aggregates."""
+
+    def fetch(
+        self, key: Any, time_from: datetime | None = None, time_to: datetime | None = None
+    ) -> list[tuple[Window, Any]]:
+        """``(window, value)`` for ``key``'s windows that start within ``[time_from,
+        time_to]`` (inclusive, None = open), ordered by window, as Kafka's
+        ``WindowStore.fetch(key, timeFrom, timeTo)``."""
+        found = self._by_key.get(self._normalize(key), [])
+        return [
+            (e.window, e.value) for e in found
+            if e.window is not None
+            and (time_from is None or e.window.start >= time_from)
+            and (time_to is None or e.window.start <= time_to)
+        ]
+
+    def windows(self) -> list[Window]:
+        """Every distinct window held, ordered."""
+        return sorted({e.window for e in self._entries if e.window is not None})
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+# --- describe() ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OperatorDescription:
+    """One stateful operator of a query: Spark's operator id and name (e.g.
+    ``stateStoreSave`` for aggregations, ``dedupe``, ``symmetricHashJoin``,
+    ``sessionWindowStateStoreSaveExec``, ``applyInPandasWithState``,
+    ``transformWithStateInPandasExec``), its state store names, and the key and value
+    schemas of its default store (None until a batch has committed state, or on
+    PySpark 3.5)."""
+
+    operator_id: int
+    kind: str
+    store_names: tuple[str, ...]
+    key_schema: str | None = None
+    value_schema: str | None = None
+
+
+@dataclass(frozen=True)
+class QueryDescription:
+    """One output's query: its output mode, watermarks and stateful operators."""
+
+    output: str
+    output_mode: str
+    kafka: bool
+    watermarks: tuple[tuple[str, str], ...]
+    """(event-time column, delay) per ``withWatermark``."""
+    operators: tuple[OperatorDescription, ...] = field(default=())
+
+    def __str__(self) -> str:
+        sink = "Kafka sink" if self.kafka else "sink"
+        lines = [f"Query {self.output!r} ({sink}, output mode {self.output_mode})"]
+        if self.watermarks:
+            lines.append("  watermarks: " + ", ".join(
+                f"{column} delayed by {delay}" for column, delay in self.watermarks))
+        else:
+            lines.append("  watermarks: none")
+        if not self.operators:
+            lines.append("  stateless")
+        for op in self.operators:
+            lines.append(f"  operator {op.operator_id}: {op.kind} "
+                         f"(stores: {', '.join(op.store_names) or '-'})")
+            if op.key_schema is not None:
+                lines.append(f"    key:   {op.key_schema}")
+            if op.value_schema is not None:
+                lines.append(f"    value: {op.value_schema}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class TopologyDescription:
+    """Every query of a topology, printable like Kafka's ``Topology#describe()``."""
+
+    queries: tuple[QueryDescription, ...]
+
+    def query(self, output: str) -> QueryDescription:
+        for query in self.queries:
+            if query.output == output:
+                return query
+        raise KeyError(f"no query for output {output!r}")
+
+    def __str__(self) -> str:
+        return "Topology\n" + "\n".join(str(q) for q in self.queries)
