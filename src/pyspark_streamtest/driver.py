@@ -504,6 +504,61 @@ class TopologyTestDriver:
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return self._read_state(output, operator_id, None, None, side, batch_id, "join")
 
+    def assert_num_state_rows(
+        self,
+        output: str,
+        *,
+        total: int | Sequence[int],
+        updated: int | Sequence[int] | None = None,
+        batch_id: int | None = None,
+    ) -> None:
+        """Assert the state rows of ``output``'s query after batch ``batch_id`` (default:
+        its last batch), per stateful operator, as Spark's ``assertNumStateRows``.
+
+        ``total`` (and ``updated``) is one number per stateful operator in operator order,
+        or a single number for a query with one. On a mismatch the ``AssertionError``
+        shows expected and actual per operator.
+        """
+        self._check_open()
+        runner = self._runner(output)
+        batches = [b for b in self._history if b.output == runner.name]
+        if not batches:
+            raise AssertionError(f"output {output!r} has run no batch yet, so it has no state "
+                                 "rows to check")
+        if batch_id is None:
+            batch = batches[-1]
+        else:
+            found = [b for b in batches if b.batch_id == batch_id]
+            if not found:
+                raise AssertionError(
+                    f"output {output!r} has no batch {batch_id} (batches run: "
+                    f"{batches[0].batch_id}..{batches[-1].batch_id})"
+                )
+            batch = found[0]
+        metrics = batch.state_metrics
+        actual_total = [m.rows_total for m in metrics]
+        actual_updated = [m.rows_updated for m in metrics]
+        want_total = [total] if isinstance(total, int) else list(total)
+        want_updated = None if updated is None else (
+            [updated] if isinstance(updated, int) else list(updated))
+        if actual_total == want_total and (want_updated is None or want_updated == actual_updated):
+            return
+        lines = [f"state rows of output {output!r} after batch {batch.batch_id} differ:",
+                 "  operator                         total (expected/actual)"
+                 + ("   updated (expected/actual)" if want_updated is not None else "")]
+        for index in range(max(len(metrics), len(want_total))):
+            name = metrics[index].operator_name if index < len(metrics) else "(none)"
+            cell = f"{_at(want_total, index)}/{_at(actual_total, index)}"
+            mark = "" if _at(want_total, index) == _at(actual_total, index) else "  <-"
+            row = f"  {index}: {name:<29} {cell:<25}"
+            if want_updated is not None:
+                cell_u = f"{_at(want_updated, index)}/{_at(actual_updated, index)}"
+                if _at(want_updated, index) != _at(actual_updated, index):
+                    mark = "  <-"
+                row += f" {cell_u}"
+            lines.append(row + mark)
+        raise AssertionError("\n".join(lines))
+
     def describe(self) -> TopologyDescription:
         """Each query's output mode, watermarks (column and delay) and stateful operators
         (Spark's operator id and name, state store names, key and value schemas),
@@ -772,6 +827,10 @@ def _check_sql_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
                 f"{type(value).__name__}"
             )
     return checked
+
+
+def _at(values: Sequence[int], index: int) -> str:
+    return str(values[index]) if index < len(values) else "-"
 
 
 def _names(names: Iterable[str]) -> str:

@@ -48,6 +48,20 @@ class TestRecord:
 
 
 @dataclass(frozen=True)
+class StateOperatorMetrics:
+    """What one stateful operator reported for one batch (Spark's ``stateOperators``
+    progress): rows in its store after the batch, rows updated and removed by it, the
+    store's memory, and input rows it dropped as late."""
+
+    operator_name: str
+    rows_total: int
+    rows_updated: int
+    rows_removed: int
+    memory_used_bytes: int
+    rows_dropped_by_watermark: int
+
+
+@dataclass(frozen=True)
 class BatchRecord:
     """What one micro-batch of one output's query did.
 
@@ -74,6 +88,22 @@ class BatchRecord:
     num_rows_dropped_by_watermark: int
     num_state_rows_total: int
     state_operators: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:
+        """Per stateful operator, in operator order: rows total/updated/removed, memory
+        and late drops in this batch."""
+        return tuple(
+            StateOperatorMetrics(
+                operator_name=str(op.get("operatorName", "")),
+                rows_total=int(op.get("numRowsTotal", 0)),
+                rows_updated=int(op.get("numRowsUpdated", 0)),
+                rows_removed=int(op.get("numRowsRemoved", 0)),
+                memory_used_bytes=int(op.get("memoryUsedBytes", 0)),
+                rows_dropped_by_watermark=int(op.get("numRowsDroppedByWatermark", 0)),
+            )
+            for op in self.state_operators
+        )
 
     @property
     def is_data_batch(self) -> bool:
