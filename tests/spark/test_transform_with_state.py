@@ -107,6 +107,9 @@ def _run_and_check(topology_driver, spark, method: str) -> None:
     ]
     driver.advance_wall_clock(timedelta(seconds=3))  # timers fire once
     assert activity.is_empty()
+    # The state variable, read through Spark's state data source.
+    assert driver.get_state_store("activity", state_var="total").to_dict() == {
+        "a": {"total": 2}, "b": {"total": 2}}
 
 
 @pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
@@ -117,3 +120,123 @@ def test_transform_with_state_in_pandas_counts_and_fires_timers(topology_driver,
 @pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE)
 def test_transform_with_state_counts_and_fires_timers(topology_driver, spark):
     _run_and_check(topology_driver, spark, "transformWithState")
+
+
+def _event_time_processor():
+    """Per user: remembers the latest event time; an event-time timer 10 s after it emits
+    ("idle", latest) once the watermark passes it. Keeps a TTL'd value of the last url."""
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class IdleAfter10s(StatefulProcessor):
+        def init(self, handle):
+            self.handle = handle
+            self.latest = handle.getValueState("latest", "ms LONG")
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: N802, N803 (Spark API)
+            newest = max(int(ts.timestamp() * 1000) for frame in rows for ts in frame["ts"])
+            if self.latest.exists():
+                newest = max(newest, self.latest.get()[0])
+                for old in list(self.handle.listTimers()):
+                    self.handle.deleteTimer(old)
+            self.latest.update((newest,))
+            self.handle.registerTimer(newest + 10_000)
+            yield pd.DataFrame({"user": [key[0]], "kind": ["seen"], "at_ms": [newest]})
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: N802, N803
+            yield pd.DataFrame({"user": [key[0]], "kind": ["idle"],
+                                "at_ms": [expiredTimerInfo.getExpiryTimeInMs()]})
+            self.latest.clear()
+
+        def handleInitialState(self, key, initialState, timerValues):  # noqa: N802, N803
+            newest = int(initialState["ms"].iloc[0])
+            self.latest.update((newest,))
+            self.handle.registerTimer(newest + 10_000)
+
+        def close(self):
+            pass
+
+    return IdleAfter10s()
+
+
+def event_time_topology(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+    initial = t.spark.createDataFrame(
+        [("carl", int(at(2).timestamp() * 1000))], "user STRING, ms LONG").groupBy("user")
+    t.output("idle", clicks.withWatermark("ts", "5 seconds").groupBy("user")
+             .transformWithStateInPandas(_event_time_processor(),
+                                         "user STRING, kind STRING, at_ms LONG",
+                                         "Update", "EventTime", initialState=initial),
+             output_mode="update")
+
+
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_event_time_timers_and_initial_state(topology_driver):
+    driver = topology_driver(event_time_topology, sql_conf=ROCKSDB)
+    clicks = driver.create_input_topic("clicks")
+    idle = driver.create_output_topic("idle")
+    ms = lambda s: int(at(s).timestamp() * 1000)  # noqa: E731
+
+    clicks.pipe_input({"user": "a"}, timestamp=at(1))
+    clicks.pipe_input({"user": "a"}, timestamp=at(4))
+    driver.process_all_available()
+    assert idle.read_values_to_list() == [{"user": "a", "kind": "seen", "at_ms": ms(4)}]
+
+    # carl's timer comes from the initial state (2 s + 10 s = 12 s); a's is at 14 s.
+    # A timer fires in the first batch whose watermark has reached it.
+    driver.advance_watermark_to(at(12) - timedelta(milliseconds=1))
+    assert idle.is_empty()
+    driver.advance_watermark_to(at(12))
+    assert idle.read_values_to_list() == [{"user": "carl", "kind": "idle", "at_ms": ms(12)}]
+    driver.advance_watermark_to(at(14))
+    assert idle.read_values_to_list() == [{"user": "a", "kind": "idle", "at_ms": ms(14)}]
+    driver.advance_watermark_to(at(60))
+    assert idle.is_empty()
+
+
+def _ttl_processor():
+    """Remembers each user's last url for 5 s of processing time (state TTL); every
+    input row reports whether a remembered url was still there."""
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class LastUrl(StatefulProcessor):
+        def init(self, handle):
+            self.last = handle.getValueState("last", "url STRING", 5000)
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: N802, N803 (Spark API)
+            remembered = self.last.get()[0] if self.last.exists() else None
+            urls = [u for frame in rows for u in frame["url"]]
+            self.last.update((urls[-1],))
+            yield pd.DataFrame({"user": [key[0]], "remembered": [remembered]})
+
+        def close(self):
+            pass
+
+    return LastUrl()
+
+
+def ttl_topology(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, url STRING")
+    t.output("seen", clicks.groupBy("user").transformWithStateInPandas(
+        _ttl_processor(), "user STRING, remembered STRING", "Update", "ProcessingTime"),
+        output_mode="update")
+
+
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_state_ttl_expires_by_processing_time(topology_driver):
+    driver = topology_driver(ttl_topology, sql_conf=ROCKSDB, trigger_interval=timedelta(seconds=5))
+    clicks = driver.create_input_topic("clicks")
+    seen = driver.create_output_topic("seen")
+
+    def click(url: str) -> object:
+        clicks.pipe_input({"user": "a", "url": url})
+        driver.process_all_available()
+        return seen.read_values_to_list()[-1]["remembered"]
+
+    # A value written at time w with TTL 5 s is gone in batches at w + 5 s and later.
+    assert click("/1") is None  # at T0: nothing yet
+    driver.advance_wall_clock(timedelta(milliseconds=4999))
+    assert click("/2") == "/1"  # T0 + 4.999 s: still there
+    driver.advance_wall_clock(timedelta(seconds=5))
+    assert click("/3") is None  # T0 + 9.999 s: /2 (written at T0 + 4.999 s) expired at 9.999
