@@ -24,7 +24,7 @@ from .errors import (
     UnsupportedSparkVersionError,
 )
 from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
-from .records import BatchRecord, KeyValue, StateOperatorMetrics, TestRecord
+from .records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
 from .report import format_timeline
 from .session import test_spark_session
 from .topics import TestInputTopic, TestOutputTopic
@@ -38,6 +38,7 @@ __all__ = [
     "DriverClosedError",
     "Feature",
     "KeyValue",
+    "LateRecord",
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "SchemaMismatchError",

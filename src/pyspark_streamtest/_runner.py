@@ -14,15 +14,17 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ._broker import Broker, kafka_output_records
+from ._late import late_records
 from ._spark import clock as _clock
 from ._spark.jvm import Jvm, java_error_text
+from ._spark.plan import LateRule
 from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from ._spark.sink import CollectingSink
 from ._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
-from ._time import from_ms
+from ._time import EPOCH, from_ms
 from ._values import row_decoder
 from .errors import StepTimeoutError, StreamingQueryFailedError
-from .records import BatchRecord, TestRecord
+from .records import BatchRecord, LateRecord, TestRecord
 from .topology import _BuiltOutput
 
 
@@ -188,6 +190,12 @@ class QueryRunner:
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
         operators = tuple(progress.get("stateOperators") or ())
+        late: tuple[LateRecord, ...] | None = None
+        rule = self.built.late_rule
+        if isinstance(rule, LateRule):
+            previous = self.last_batch.watermark if self.last_batch is not None else None
+            late = late_records(rule, consumed, dict(self.built.time_columns), batch_id,
+                                previous or EPOCH)
         kafka = self.built.spec.kafka
         if kafka is not None:
             outputs = kafka_output_records(
@@ -216,6 +224,7 @@ class QueryRunner:
             ),
             num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),
             state_operators=operators,
+            late_records=late,
         )
         self.last_batch = record
         self.next_batch_id = batch_id + 1

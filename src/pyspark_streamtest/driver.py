@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from ._broker import Broker
 from ._runner import QueryRunner
 from ._spark.jvm import Jvm
+from ._spark.plan import LateRule
 from ._spark.session import build_test_session, ensure_classic_session
 from ._spark.state import read_metadata, read_state_schema, state_reader_options
 from ._spark.versions import capabilities
@@ -32,7 +33,7 @@ from .errors import (
 )
 from .features import Feature, require_feature, supported_features
 from .kafka import DeserializerSpec, SerializerSpec, deserializer, serializer
-from .records import BatchRecord, TestRecord
+from .records import BatchRecord, LateRecord, TestRecord
 from .state import (
     OperatorDescription,
     QueryDescription,
@@ -503,6 +504,48 @@ class TopologyTestDriver:
         if side not in ("left", "right"):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         return self._read_state(output, operator_id, None, None, side, batch_id, "join")
+
+    def late_records(self, output: str) -> list[LateRecord]:
+        """Every input record ``output``'s query has dropped as late so far, oldest first,
+        each with the batch that dropped it and the watermark it was compared with.
+
+        The driver applies the rule of the query's stateful operator to each piped
+        record's event time: Spark 3.4+ drops a row by the watermark of the *previous*
+        batch; ``dropDuplicates`` (and ``applyInPandasWithState`` with event-time
+        timeouts) when its event time is at or behind it; a windowed aggregation per
+        window, when the window ended at or before it (a sliding-window record can be
+        dropped from one window and counted in another: ``partial``); a session window
+        when event time + gap is at or behind it. Spark's own count is
+        ``BatchRecord.num_rows_dropped_by_watermark`` (for aggregations it counts rows
+        after partial aggregation, so it can be lower).
+
+        Raises ``ValueError`` with the reason when the driver cannot tell exactly: a
+        stream-stream join (each side drops by a state watermark derived from the join
+        condition), several watermarks or stateful operators, an aggregation not grouped
+        by a window of the event time, transformWithState, or event time that is not an
+        input's ``timestamp_column`` (e.g. parsed from a Kafka value).
+        """
+        self._check_open()
+        runner = self._runner(output)
+        rule = runner.built.late_rule
+        if not isinstance(rule, LateRule):
+            raise ValueError(f"cannot tell which records output {output!r} drops as late: "
+                             f"{rule}")
+        columns = dict(runner.built.time_columns)
+        if rule.column not in columns.values():
+            raise ValueError(
+                f"cannot tell which records output {output!r} drops as late: its watermark is "
+                f"on column {rule.column!r}, which is not the event-time column of any input it "
+                f"reads ({', '.join(f'{n}: {c}' for n, c in columns.items())}); declare the "
+                "input with that timestamp_column, or read BatchRecord.num_rows_dropped_by_"
+                "watermark"
+            )
+        return [
+            late
+            for batch in self._history
+            if batch.output == runner.name and batch.late_records
+            for late in batch.late_records
+        ]
 
     def assert_num_state_rows(
         self,

@@ -48,6 +48,24 @@ class TestRecord:
 
 
 @dataclass(frozen=True)
+class LateRecord:
+    """An input record a stateful operator dropped as late.
+
+    ``watermark`` is the watermark Spark compared it with: that of the batch before
+    ``batch_id`` (Spark 3.4+ filters late rows with the previous batch's watermark).
+    For a windowed aggregation, ``dropped_windows`` are the windows (start, end) it was
+    dropped from, those that ended at or before that watermark; ``partial`` is True when
+    the record was still counted in another of its windows (sliding windows).
+    """
+
+    record: TestRecord
+    batch_id: int
+    watermark: datetime
+    dropped_windows: tuple[tuple[datetime, datetime], ...] = ()
+    partial: bool = False
+
+
+@dataclass(frozen=True)
 class StateOperatorMetrics:
     """What one stateful operator reported for one batch (Spark's ``stateOperators``
     progress): rows in its store after the batch, rows updated and removed by it, the
@@ -88,6 +106,10 @@ class BatchRecord:
     num_rows_dropped_by_watermark: int
     num_state_rows_total: int
     state_operators: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    late_records: tuple[LateRecord, ...] | None = None
+    """The input records this batch dropped as late (see :class:`LateRecord`), or None
+    when the driver cannot tell exactly for this query
+    (:meth:`TopologyTestDriver.late_records` says why)."""
 
     @property
     def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:

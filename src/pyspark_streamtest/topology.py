@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 
 from ._spark.jvm import Jvm
 from ._spark.memory_stream import JsonMemoryStream
-from ._spark.plan import plan_facts
+from ._spark.plan import LateRule, late_rule, plan_facts
 from ._values import StructEncoder
 from .errors import TopologyError, UnsupportedSchemaError
 from .kafka import (
@@ -103,6 +103,10 @@ class _BuiltOutput:
     """(input name, source) for every input this output's query reads."""
     has_watermark: bool
     watermarks: tuple[tuple[str, str], ...] = ()
+    late_rule: LateRule | str = "the query has no event-time watermark"
+    """How its stateful operator drops late rows, or why that cannot be stated."""
+    time_columns: tuple[tuple[str, str | None], ...] = ()
+    """(input name, its event-time column) per input it reads."""
 
 
 class Topology:
@@ -304,6 +308,9 @@ class Topology:
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
+            late_rule(df, tuple(column for column, _ in facts.watermarks))
+            if facts.has_event_time_watermark else "the query has no event-time watermark",
+            tuple((n, self._inputs[n].timestamp_column) for n in used),
         )
 
 

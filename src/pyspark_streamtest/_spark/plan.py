@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -46,3 +47,104 @@ def plan_facts(df: DataFrame) -> PlanFacts:
         bool(plan.isStreaming()), tuple(ids), tuple(names), has_watermark,
         tuple(sorted(set(watermarks))),
     )
+
+
+# --- how a query's stateful operators decide that a row is late -----------------------------
+@dataclass(frozen=True)
+class LateRule:
+    """How the query's stateful operator compares a row with the watermark.
+
+    ``kind`` is ``"event_time"`` (the row is late when its event time is at or behind
+    the watermark: dropDuplicates, applyInPandasWithState with event-time timeouts),
+    ``"window"`` (per time window: the row is dropped from each of its windows that ended
+    at or before the watermark), or ``"session"`` (the row is late when its event time
+    plus the gap is at or behind the watermark). Durations in microseconds.
+    """
+
+    kind: str
+    column: str
+    size_us: int = 0
+    slide_us: int = 0
+    start_us: int = 0
+
+
+_UNITS_US = {
+    "microsecond": 1, "millisecond": 1000, "second": 1_000_000, "minute": 60_000_000,
+    "hour": 3_600_000_000, "day": 86_400_000_000, "week": 604_800_000_000,
+}
+_COLUMN = r"'?`?([A-Za-z_][\w]*)`?(?:#\d+)?(?:-T\d+ms)?"
+# PySpark 4.x prints window('ts, 10 seconds, 5 seconds, 0 second); 3.5 prints microseconds.
+_WINDOW = re.compile(r"\bwindow\(" + _COLUMN + r", ([^,()]+), ([^,()]+), ([^,()]+)\)")
+_SESSION = re.compile(r"\bsession_?window\(" + _COLUMN + r", ([^,()]+)\)")
+# Analyzed-plan node names of stateful operators (prefixes: Deduplicate covers
+# DeduplicateWithinWatermark, TransformWithState the Pandas/PySpark variants).
+_STATEFUL = ("Aggregate", "Deduplicate", "FlatMapGroups", "TransformWithState")
+
+
+def _duration_us(text: str) -> int | None:
+    text = text.strip().removeprefix("interval").strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    parts = text.split()
+    if not parts or len(parts) % 2:
+        return None
+    total = 0
+    for amount, unit in zip(parts[::2], parts[1::2], strict=True):
+        factor = _UNITS_US.get(unit.lower().rstrip("s"))
+        if factor is None or not re.fullmatch(r"-?\d+", amount):
+            return None
+        total += int(amount) * factor
+    return total
+
+
+def late_rule(df: DataFrame, watermark_columns: tuple[str, ...]) -> LateRule | str:
+    """The rule for ``df``'s query, or the reason it cannot be stated exactly."""
+    analyzed: JavaObject = df._jdf.queryExecution().analyzed()
+    stateful: list[str] = []
+    stack = [analyzed]
+    while stack:
+        node = stack.pop()
+        name = str(node.nodeName())
+        children = node.children()
+        count = children.size()
+        if name == "Join" and count == 2 and all(
+            children.apply(i).isStreaming() for i in range(2)
+        ):
+            return ("a stream-stream join drops rows by each side's state watermark, derived "
+                    "from the join condition")
+        if node.isStreaming() and any(name.startswith(kind) for kind in _STATEFUL):
+            stateful.append(name)
+        stack.extend(children.apply(i) for i in range(count))
+    if len(watermark_columns) != 1:
+        return ("the query has several watermarks; which rows an operator drops depends on "
+                "the multiple-watermark policy and the operator")
+    if len(stateful) != 1:
+        return ("the query has no stateful operator, so no row is dropped as late"
+                if not stateful else "the query has several stateful operators")
+    column = watermark_columns[0]
+    # Window durations are readable in the plan as written (before analysis rewrites the
+    # window into arithmetic).
+    text = str(df._jdf.queryExecution().logical().toString())
+    window = _WINDOW.search(text)
+    if window and window.group(1) == column:
+        size, slide, start = (_duration_us(window.group(i)) for i in (2, 3, 4))
+        if size is None or slide is None or start is None:
+            return f"cannot read the window's durations from {window.group(0)!r}"
+        return LateRule("window", column, size, slide, start)
+    session = _SESSION.search(text)
+    if session and session.group(1) == column:
+        gap = _duration_us(session.group(2))
+        if gap is None:
+            return "the session window has a dynamic gap"
+        return LateRule("session", column, gap)
+    kind = stateful[0]
+    if kind == "Aggregate":
+        return ("the aggregation does not group by a time window of the event-time column "
+                "(rows are late by their grouping key's value)")
+    if kind.startswith("FlatMapGroups"):
+        # (flat)MapGroupsWithState filters late rows only with event-time timeouts.
+        timeouts = str(analyzed.toString())
+        return LateRule("event_time" if "EventTimeTimeout" in timeouts else "none", column)
+    if kind.startswith("TransformWithState"):
+        return "which rows transformWithState drops as late is not modelled yet"
+    return LateRule("event_time", column)

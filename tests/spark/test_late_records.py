@@ -1,0 +1,106 @@
+"""Which records were dropped as late, checked against Spark's own drop counts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from pyspark_streamtest import Topology
+from tests.helpers import at, clicks_per_user
+from tests.spark.test_stateful_operators import ad_clicks, dedup
+from tests.spark.test_time_and_state import sliding_counts
+
+
+def test_tumbling_window_drops_by_window_end_not_event_time(topology_driver):
+    driver = topology_driver(clicks_per_user)  # 10 s windows, watermark delay 10 s
+    clicks = driver.create_input_topic("clicks")
+    for second in (1, 7, 21):
+        clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(second))
+    driver.process_all_available()  # watermark 21 - 10 = 11 s
+    clicks.pipe_input({"user": "a", "url": "/late"}, timestamp=at(4))    # window [0, 10) ended
+    clicks.pipe_input({"user": "b", "url": "/ok"}, timestamp=at(10.5))   # behind 11 s, but its
+    ran = driver.process_all_available()                                 # window [10, 20) is open
+    late = driver.late_records("counts")
+    assert [(x.record.value["url"], x.batch_id, x.watermark, x.dropped_windows) for x in late] == [
+        ("/late", ran[0].batch_id, at(11), ((at(0), at(10)),))]
+    assert ran[0].num_rows_dropped_by_watermark == len(ran[0].late_records) == 1
+
+
+def test_sliding_window_record_can_be_partly_late(topology_driver):
+    driver = topology_driver(sliding_counts("append"))  # 10 s windows every 5 s, delay 5 s
+    clicks = driver.create_input_topic("clicks")
+    for second in (1, 6, 12):
+        clicks.pipe_input({"user": "u"}, timestamp=at(second))
+        driver.process_all_available()
+    clicks.pipe_input({"user": "u"}, timestamp=at(4))  # watermark 7 s
+    driver.process_all_available()
+    (late,) = driver.late_records("counts")
+    assert (late.record.timestamp, late.watermark, late.dropped_windows, late.partial) == (
+        at(4), at(7), ((at(-5), at(5)),), True)
+
+
+def sessions(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+    t.output("sessions", clicks.withWatermark("ts", "10 seconds")
+             .groupBy(F.session_window("ts", "5 seconds"), "user").count())
+
+
+def test_session_windows_and_dedup_match_sparks_counts(topology_driver):
+    driver = topology_driver(sessions)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_value_list([{"user": "a"}, {"user": "a"}], start_timestamp=at(1),
+                           advance=timedelta(seconds=29))  # 1 s and 30 s: watermark 20 s
+    driver.process_all_available()
+    clicks.pipe_input({"user": "b"}, timestamp=at(14))  # 14 + 5 <= 20: late
+    clicks.pipe_input({"user": "c"}, timestamp=at(16))  # 16 + 5 > 20: kept
+    ran = driver.process_all_available()
+    assert [x.record.value["user"] for x in driver.late_records("sessions")] == ["b"]
+    assert ran[0].num_rows_dropped_by_watermark == 1
+
+    driver = topology_driver(dedup)
+    events = driver.create_input_topic("events")
+    events.pipe_value_list([{"id": "a"}, {"id": "b"}], start_timestamp=at(1),
+                           advance=timedelta(seconds=29))
+    driver.process_all_available()  # watermark 30 - 10 = 20 s
+    events.pipe_value_list([{"id": "x"}, {"id": "y"}, {"id": "z"}], start_timestamp=at(19),
+                           advance=timedelta(seconds=1))  # 19 s and 20 s late, 21 s kept
+    ran = driver.process_all_available()
+    assert [x.record.value["id"] for x in ran[0].late_records] == ["x", "y"]
+    assert ran[0].num_rows_dropped_by_watermark == 2
+
+
+def parsed_event_time(t: Topology) -> None:
+    events = t.kafka_input("events")
+    parsed = events.select(F.get_json_object(F.col("value").cast("string"), "$.at")
+                           .cast("timestamp").alias("at"))
+    t.output("counts", parsed.withWatermark("at", "1 second")
+             .groupBy(F.window("at", "1 minute")).count())
+
+
+@pytest.mark.parametrize(("topology", "output", "reason"), [
+    (ad_clicks, "clicked_ads", "a stream-stream join drops rows by each side's state "
+                               "watermark"),
+    (parsed_event_time, "counts", "its watermark is on column 'at', which is not the "
+                                  "event-time column of any input it reads"),
+])
+def test_when_the_driver_cannot_tell_it_says_why(topology_driver, topology, output, reason):
+    driver = topology_driver(topology)
+    with pytest.raises(ValueError, match=f"cannot tell which records output '{output}' drops "
+                                         f"as late: .*{reason}"):
+        driver.late_records(output)
+
+
+def test_grouped_state_with_event_time_timeouts_drops_late_rows(topology_driver):
+    from tests.spark.test_time_and_state import expiring  # applyInPandasWithState, delay 5 s
+
+    driver = topology_driver(expiring)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_input({"user": "a"}, timestamp=at(30))
+    driver.process_all_available()  # watermark 25 s
+    clicks.pipe_input({"user": "b"}, timestamp=at(3))
+    clicks.pipe_input({"user": "c"}, timestamp=at(26))
+    ran = driver.process_all_available()
+    assert [(x.record.value["user"], x.watermark) for x in ran[0].late_records] == [("b", at(25))]
+    assert ran[0].num_rows_dropped_by_watermark == 1
