@@ -23,7 +23,7 @@ from ._spark.sink import CollectingSink
 from ._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ._time import EPOCH, from_ms
 from ._values import row_decoder
-from .errors import StepTimeoutError, StreamingQueryFailedError
+from .errors import StepTimeoutError, StreamingQueryFailedError, TopologyError
 from .records import BatchRecord, LateRecord, TestRecord
 from .topology import _BuiltOutput
 
@@ -64,8 +64,15 @@ class QueryRunner:
         trigger at once; returns the batch it ran, if any."""
         self.clock = _clock.ManualClock(now_ms)
         self._sink = CollectingSink(self._jvm)
-        with scoped_sql_conf(self._jvm.spark, self._sql_conf):
-            self._jquery = self._start_query()
+        try:
+            with scoped_sql_conf(self._jvm.spark, self._sql_conf):
+                self._jquery = self._start_query()
+        except Exception as error:
+            # Spark checks the query when it starts (unsupported operations, output modes).
+            raise TopologyError(
+                f"output {self.name!r}: Spark refused to start its query: "
+                f"{_error_text(error).strip().splitlines()[0]}"
+            ) from error
         self._shadow = None
         ran = self.finish_trigger(0)
         if self._forced_ms is not None and (

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
-from pyspark_streamtest import Topology
+from pyspark_streamtest import Topology, TopologyError, TopologyTestDriver
 from tests.helpers import at
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -149,3 +149,67 @@ def test_state_metrics_per_batch_and_assert_num_state_rows(topology_driver):
     ]
     with pytest.raises(AssertionError, match="output 'visits' has no batch 7"):
         driver.assert_num_state_rows("visits", total=1, batch_id=7)
+
+
+def windowed(kind: str, mode: str):
+    def topology(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+        column = (F.window("ts", "10 seconds") if kind == "tumbling"
+                  else F.session_window("ts", "5 seconds"))
+        t.output("counts", clicks.withWatermark("ts", "5 seconds")
+                 .groupBy(column.alias("w"), "user").count(),
+                 output_mode=mode)  # type: ignore[arg-type]
+    return topology
+
+
+def _run_steps(driver, steps):
+    clicks = driver.create_input_topic("clicks")
+    per_step = []
+    for seconds in steps:
+        for second in seconds:
+            clicks.pipe_input({"user": "u"}, timestamp=at(second))
+        per_step.append([
+            (b.batch_id, b.watermark, b.num_rows_dropped_by_watermark,
+             sorted((v["w"]["start"], v["w"]["end"], v["count"]) for v in b.output_values))
+            for b in driver.process_all_available()
+        ])
+    return per_step
+
+
+@pytest.mark.parametrize("mode", ["append", "update"])
+def test_tumbling_windows_with_grace(topology_driver, mode):
+    t = at
+    got = _run_steps(topology_driver(windowed("tumbling", mode)), [[1, 6, 12], [4, 20], [8, 25]])
+    # Watermarks after the steps: 12 - 5 = 7 s, 20 - 5 = 15 s, 25 - 5 = 20 s. The 4 s click
+    # is in time (its window [0, 10) ends after 7 s); the 8 s click is late (ended by 15 s).
+    if mode == "append":
+        assert got == [
+            [(0, EPOCH, 0, []), (1, t(7), 0, [])],
+            [(2, t(7), 0, []), (3, t(15), 0, [(t(0), t(10), 3)])],
+            [(4, t(15), 1, []), (5, t(20), 0, [(t(10), t(20), 1)])],
+        ]
+    else:
+        assert got == [
+            [(0, EPOCH, 0, [(t(0), t(10), 2), (t(10), t(20), 1)]), (1, t(7), 0, [])],
+            [(2, t(7), 0, [(t(0), t(10), 3), (t(20), t(30), 1)]), (3, t(15), 0, [])],
+            [(4, t(15), 1, [(t(20), t(30), 2)]), (5, t(20), 0, [])],
+        ]
+
+
+def test_session_windows_with_grace(topology_driver):
+    t = at
+    got = _run_steps(topology_driver(windowed("session", "append")), [[1, 4, 12], [30], [14, 28]])
+    # Sessions close 5 s after their last click. Watermarks after the steps: 7 s, 25 s,
+    # 25 s. The 14 s click is late (14 + 5 <= 25); the 28 s click joins [30, 35).
+    assert got == [
+        [(0, EPOCH, 0, []), (1, t(7), 0, [])],
+        [(2, t(7), 0, []), (3, t(25), 0, [(t(1), t(9), 2), (t(12), t(17), 1)])],
+        [(4, t(25), 1, [])],
+    ]
+
+
+def test_session_windows_refuse_update_mode_as_spark_does(spark):
+    with pytest.raises(TopologyError, match=r"output 'counts': Spark refused to start its query: "
+                                            r".*[Uu]pdate.* session window"):
+        TopologyTestDriver(windowed("session", "update"), spark=spark)
+    assert spark.streams.active == []
