@@ -1,98 +1,302 @@
-"""Per-step cost of the driver as ratios to Spark's floor, measured in one run.
+"""The driver's costs as ratios to Spark's floor, all measured in one process and run.
 
-    python -m benchmarks [--steps N]
+    python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--json FILE]
 
-Floor: a trivial job on the same warm session (``spark.range(1).count()``). Every
-figure is a median over repeated steps; ratios compare figures from this one run.
+Floors, measured first on the same warm session:
+
+* trivial job: ``spark.range(1).count()``, the cheapest thing Spark can do;
+* createDataFrame: ``spark.createDataFrame(rows).count()`` of the rows the bulk pipe moves.
+
+Every figure is a median over repeated steps after a warm-up. "Public API" rows drive the
+same pipeline the usual way: a JSON file source fed by writing files, a memory sink, and
+``processAllAvailable()``. Results are printed as a table and written as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import shutil
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
+import pandas as pd
+import pyspark
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pyspark_streamtest import Topology, TopologyTestDriver, test_spark_session
-from pyspark_streamtest._time import from_ms
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+SCHEMA = "k STRING, v INT, ts TIMESTAMP"
+
+
+# --- pipelines ----------------------------------------------------------------------------------
+def stateless_plan(events: DataFrame) -> DataFrame:
+    return events.where(F.col("v") % 2 == 0).select("k", "v")
+
+
+def windowed_plan(events: DataFrame) -> DataFrame:
+    return events.withWatermark("ts", "5 seconds").groupBy(F.window("ts", "10 seconds"),
+                                                           "k").count()
 
 
 def stateless(t: Topology) -> None:
-    events = t.input("events", schema="k STRING, v INT")
-    t.output("out", events.where(F.col("v") % 2 == 0).select("k", "v"))
+    t.output("out", stateless_plan(t.input("events", schema=SCHEMA, timestamp_column="ts")))
 
 
 def windowed(t: Topology) -> None:
-    events = t.input("events", schema="k STRING, v INT, ts TIMESTAMP", timestamp_column="ts")
-    t.output(
-        "out",
-        events.withWatermark("ts", "5 seconds").groupBy(F.window("ts", "10 seconds"), "k").count(),
-    )
+    t.output("out", windowed_plan(t.input("events", schema=SCHEMA, timestamp_column="ts")))
 
 
-def median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
+def joined(t: Topology) -> None:
+    left = t.input("left", schema=SCHEMA, timestamp_column="ts").withWatermark("ts", "5 seconds")
+    right = (t.input("right", schema="rk STRING, rts TIMESTAMP", timestamp_column="rts")
+             .withWatermark("rts", "5 seconds"))
+    t.output("out", left.join(right, F.expr(
+        "rk = k AND rts >= ts AND rts <= ts + interval 5 seconds")))
 
 
-def timed(action: Callable[[], object], repeat: int) -> list[float]:
+def _running_count(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
+    total = (state.get[0] if state.exists else 0) + sum(len(f) for f in frames)
+    state.update((total,))
+    yield pd.DataFrame({"k": [key[0]], "n": [total]})
+
+
+def grouped_state(t: Topology) -> None:
+    events = t.input("events", schema=SCHEMA, timestamp_column="ts")
+    t.output("out", events.groupBy("k").applyInPandasWithState(
+        _running_count, "k STRING, n LONG", "n LONG", "Update", GroupStateTimeout.NoTimeout),
+        output_mode="update")
+
+
+def key_counts(t: Topology) -> None:
+    events = t.input("events", schema=SCHEMA, timestamp_column="ts")
+    t.output("out", events.groupBy("k").count(), output_mode="update")
+
+
+def total_count(t: Topology) -> None:
+    events = t.input("events", schema=SCHEMA, timestamp_column="ts")
+    t.output("out", events.groupBy().count(), output_mode="complete")
+
+
+# --- measuring ----------------------------------------------------------------------------------
+def timed(action: Callable[[], object], repeat: int, warmup: int = 3) -> float:
+    """Median seconds of ``action`` over ``repeat`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        action()
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         action()
         samples.append(time.perf_counter() - start)
-    return samples
+    return statistics.median(samples)
 
 
+class Clock:
+    """Event times that move forward by ``step_s`` per batch of rows."""
+
+    def __init__(self, step_s: int = 3) -> None:
+        self.second = 0
+        self.step_s = step_s
+
+    def rows(self, count: int, keys: int = 7) -> list[tuple[str, int, datetime]]:
+        base = self.second
+        self.second += self.step_s
+        return [(f"k{i % keys}", i, T0 + timedelta(seconds=base + i % 3)) for i in range(count)]
+
+
+def driver_step(driver: TopologyTestDriver, clock: Clock, inputs: tuple[str, ...] = ("events",),
+                rows: int = 10) -> Callable[[], None]:
+    topics = {name: driver.create_input_topic(name) for name in inputs}
+
+    def step() -> None:
+        for name, topic in topics.items():
+            batch = clock.rows(rows)
+            if name == "right":
+                topic.pipe_value_list([(k, ts) for k, _, ts in batch])
+            else:
+                topic.pipe_value_list(batch)
+        driver.process_all_available()
+
+    return step
+
+
+class PublicApiPipeline:
+    """The same pipeline the usual way: JSON files, memory sink, processAllAvailable()."""
+
+    def __init__(self, spark: SparkSession, plan: Callable[[DataFrame], DataFrame],
+                 mode: str) -> None:
+        self.spark = spark
+        self.folder = tempfile.mkdtemp(prefix="bench-files-")
+        self.checkpoint = tempfile.mkdtemp(prefix="bench-ckpt-")
+        source = spark.readStream.schema(SCHEMA).json(self.folder)
+        self.name = f"bench_{os.getpid()}_{id(self)}"
+        self.query = (plan(source).writeStream.format("memory").queryName(self.name)
+                      .outputMode(mode).option("checkpointLocation", self.checkpoint).start())
+        self.files = 0
+
+    def step(self, rows: list[tuple[str, int, datetime]]) -> None:
+        path = os.path.join(self.folder, f"part-{self.files:06d}.json")
+        with open(path + ".tmp", "w") as out:
+            for k, v, ts in rows:
+                out.write(json.dumps({"k": k, "v": v, "ts": ts.isoformat()}) + "\n")
+        os.rename(path + ".tmp", path)  # the file source must never see a partial file
+        self.files += 1
+        self.query.processAllAvailable()
+
+    def close(self) -> None:
+        self.query.stop()
+        self.spark.sql(f"DROP VIEW IF EXISTS {self.name}")
+        shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.checkpoint, ignore_errors=True)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def jvm_heap_mb(spark: SparkSession) -> float:
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()  # type: ignore[union-attr]
+    spark.sparkContext._jvm.java.lang.System.gc()  # type: ignore[union-attr]
+    return (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+
+
+# --- the run ------------------------------------------------------------------------------------
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=30)
-    steps = parser.parse_args().steps
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20, help="measured steps per figure")
+    parser.add_argument("--long-steps", type=int, default=1000,
+                        help="steps of the memory-growth run (the target is stated for 10000)")
+    parser.add_argument("--max-keys", type=int, default=1_000_000,
+                        help="largest state size measured (1k, 100k and this)")
+    parser.add_argument("--bulk-rows", type=int, default=100_000)
+    parser.add_argument("--json", default="benchmarks/results.json")
+    args = parser.parse_args()
+    steps = args.steps
+
     spark = test_spark_session()
     spark.range(1).count()
-    floor = median_ms(timed(lambda: spark.range(1).count(), steps))
+    floor = timed(lambda: spark.range(1).count(), steps)
+    rows: list[dict[str, Any]] = []
 
-    rows: list[tuple[str, float]] = []
-    with TopologyTestDriver(stateless, spark=spark) as driver:
-        topic = driver.create_input_topic("events")
-        counter = iter(range(10**9))
+    def record(name: str, seconds: float, base: float, base_name: str, **extra: Any) -> None:
+        rows.append({"measure": name, "ms": round(seconds * 1000, 2), "ratio": round(
+            seconds / base, 2), "of": base_name, **extra})
+        print(f"  {name:<58} {seconds * 1000:>9.1f} ms {seconds / base:>7.2f}x {base_name}",
+              flush=True)
 
-        def stateless_step() -> None:
-            topic.pipe_value_list([(f"k{i % 7}", next(counter)) for i in range(10)])
-            driver.advance_wall_clock(timedelta(seconds=1))
-
-        timed(stateless_step, 5)  # warm-up: codegen, JIT
-        rows.append(("stateless step (10 rows)", median_ms(timed(stateless_step, steps))))
-
-    with TopologyTestDriver(windowed, spark=spark) as driver:
-        topic = driver.create_input_topic("events")
-        second = iter(range(0, 10**9, 3))
-
-        def windowed_step() -> None:
-            base = next(second)
-            topic.pipe_value_list(
-                [(f"k{i % 5}", i, from_ms(1_704_067_200_000 + (base + i % 3) * 1000))
-                 for i in range(10)]
-            )
-            driver.process_all_available()  # the data batch and the no-data batch
-
-        timed(windowed_step, 5)
-        rows.append(("windowed step: data + no-data batch", median_ms(timed(windowed_step, steps))))
+    print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
+    driver_steps: dict[str, float] = {}
+    for name, topology, inputs in [
+        ("stateless step (10 rows)", stateless, ("events",)),
+        ("windowed step: data + no-data batch", windowed, ("events",)),
+        ("stream-stream join step (10 rows per side)", joined, ("left", "right")),
+        ("applyInPandasWithState step (10 rows)", grouped_state, ("events",)),
+    ]:
+        with TopologyTestDriver(topology, spark=spark) as driver:
+            seconds = timed(driver_step(driver, Clock(), inputs), steps)
+        driver_steps[name] = seconds
+        record(name, seconds, floor, "trivial job")
 
     def new_driver_first_step() -> None:
         with TopologyTestDriver(stateless, spark=spark) as driver:
-            driver.create_input_topic("events").pipe_input(("a", 2))
+            driver.create_input_topic("events").pipe_input(("a", 2, T0))
             driver.process_all_available()
 
-    timed(new_driver_first_step, 2)
-    rows.append(("new driver + first step + close", median_ms(timed(new_driver_first_step, 8))))
+    record("new driver + first step + close", timed(new_driver_first_step, max(5, steps // 3),
+                                                    warmup=2), floor, "trivial job")
 
-    print(f"floor: spark.range(1).count() = {floor:.1f} ms (median of {steps})")
-    print(f"{'measure':<40} {'median ms':>10} {'x floor':>8}")
-    for name, value in rows:
-        print(f"{name:<40} {value:>10.1f} {value / floor:>8.2f}")
+    # Public API, side by side.
+    for name, plan, mode, driver_name in [
+        ("public API: stateless step", stateless_plan, "append", "stateless step (10 rows)"),
+        ("public API: windowed step (data batch only)", windowed_plan, "append",
+         "windowed step: data + no-data batch"),
+    ]:
+        pipeline = PublicApiPipeline(spark, plan, mode)
+        clock = Clock()
+        try:
+            seconds = timed(lambda p=pipeline, c=clock: p.step(c.rows(10)), steps)
+        finally:
+            pipeline.close()
+        record(name, seconds, floor, "trivial job",
+               driver_speedup=round(seconds / driver_steps[driver_name], 2))
+
+    # Bulk pipe versus createDataFrame of the same rows.
+    bulk = Clock().rows(args.bulk_rows, keys=1000)
+    create_df = timed(lambda: spark.createDataFrame(bulk, SCHEMA).count(), 3, warmup=1)
+    print(f"floor: createDataFrame({args.bulk_rows} rows).count() = {create_df * 1000:.1f} ms")
+    with TopologyTestDriver(total_count, spark=spark) as driver:
+        topic = driver.create_input_topic("events")
+
+        def bulk_pipe() -> None:
+            topic.pipe_value_list(bulk)
+            driver.process_all_available()
+
+        record(f"bulk pipe of {args.bulk_rows} rows + the batch", timed(bulk_pipe, 3, warmup=1),
+               create_df, "createDataFrame")
+
+    # Step latency with many keys in state.
+    sizes = sorted({1000, 100_000, args.max_keys})
+    by_size: dict[int, float] = {}
+    for size in sizes:
+        with TopologyTestDriver(key_counts, spark=spark) as driver:
+            topic = driver.create_input_topic("events")
+            for start in range(0, size, 200_000):
+                end = min(size, start + 200_000)
+                topic.pipe_value_list([(f"key{i}", i, T0) for i in range(start, end)])
+                driver.process_all_available()
+            counter = iter(range(10**9))
+            by_size[size] = timed(lambda t=topic, c=counter, d=driver, n=size: (
+                t.pipe_value_list([(f"key{next(c) % n}", 1, T0) for _ in range(10)]),
+                d.process_all_available()), steps)
+        record(f"step with {size} keys in state", by_size[size], by_size[sizes[0]],
+               f"{sizes[0]}-key step")
+
+    # Memory over many steps.
+    with TopologyTestDriver(stateless, spark=spark) as driver:
+        step = driver_step(driver, Clock())
+        for _ in range(20):
+            step()
+        gc.collect()
+        rss_before, heap_before = rss_mb(), jvm_heap_mb(spark)
+        started = time.perf_counter()
+        for _ in range(args.long_steps):
+            step()
+        elapsed = time.perf_counter() - started
+        gc.collect()
+        rss_growth, heap_growth = rss_mb() - rss_before, jvm_heap_mb(spark) - heap_before
+    rows.append({"measure": f"{args.long_steps} stateless steps", "seconds": round(elapsed, 1),
+                 "python_rss_growth_mb": round(rss_growth, 1),
+                 "jvm_heap_growth_mb": round(heap_growth, 1)})
+    print(f"  {args.long_steps} stateless steps in {elapsed:.0f} s: Python RSS "
+          f"{rss_growth:+.1f} MB, JVM heap after GC {heap_growth:+.1f} MB")
+
+    result = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "pyspark": pyspark.__version__, "platform": platform.platform()},
+        "floor_ms": round(floor * 1000, 2),
+        "create_dataframe_floor_ms": round(create_df * 1000, 2),
+        "rows": rows,
+    }
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as out:
+        json.dump(result, out, indent=2)
+    print(f"written to {args.json}")
 
 
 if __name__ == "__main__":
