@@ -24,6 +24,7 @@ from .errors import (
     UnsupportedSparkVersionError,
 )
 from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
+from .golden import GoldenMismatchError, assert_matches_golden
 from .records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
 from .report import format_timeline
 from .session import test_spark_session
@@ -37,6 +38,7 @@ __all__ = [
     "BatchRecord",
     "DriverClosedError",
     "Feature",
+    "GoldenMismatchError",
     "KeyValue",
     "LateRecord",
     "NaiveDatetimeError",
@@ -60,6 +62,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
+    "assert_matches_golden",
     "format_timeline",
     "require_feature",
     "supported_features",

@@ -13,6 +13,11 @@ Fixtures:
     :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
     it after the test. The test then fails if any streaming query is still active.
 
+``golden``
+    ``golden(driver, name)`` compares the driver's batch history with
+    ``golden/<name>.timeline`` beside the test module (see
+    :mod:`pyspark_streamtest.golden`); ``--streamtest-update-golden`` writes the files.
+
 Marker:
 
 ``@pytest.mark.streamtest_requires(Feature.X, ...)``
@@ -55,6 +60,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="Extra Spark setting for the 'spark' fixture; repeatable (default: none).",
+    )
+    group.addoption(
+        "--streamtest-update-golden",
+        action="store_true",
+        default=False,
+        help="Write golden timeline files instead of comparing with them.",
     )
 
 
@@ -160,3 +171,20 @@ def topology_driver(spark: SparkSession) -> Iterator[DriverFactory]:
         for query in spark.streams.active:
             query.stop()
         pytest.fail(f"streaming queries still active after the test: {leaked}")
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
+    """``golden(driver_or_batches, name)``: compare with ``golden/<name>.timeline`` next to
+    the test module, or write it under ``--streamtest-update-golden``."""
+    from .golden import assert_matches_golden
+
+    update = bool(request.config.getoption("--streamtest-update-golden"))
+    folder = request.path.parent / "golden"
+
+    def check(driver: Any, name: str) -> None:
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise ValueError(f"golden name {name!r} must be a plain file name")
+        assert_matches_golden(driver, folder / f"{name}.timeline", update=update)
+
+    return check
