@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .topology import TopologyFunction
 
 DriverFactory = Callable[..., "TopologyTestDriver"]
+_DRIVERS = pytest.StashKey[list["TopologyTestDriver"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -151,11 +152,15 @@ def spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
 
 
 @pytest.fixture
-def topology_driver(spark: SparkSession) -> Iterator[DriverFactory]:
-    """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test."""
+def topology_driver(
+    spark: SparkSession, request: pytest.FixtureRequest
+) -> Iterator[DriverFactory]:
+    """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test.
+    When the test fails, the report gets a "streamtest timeline" section per driver."""
     from .driver import TopologyTestDriver
 
     made: list[TopologyTestDriver] = []
+    request.node.stash[_DRIVERS] = made
 
     def make(topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
         options.setdefault("spark", spark)
@@ -188,3 +193,17 @@ def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
         assert_matches_golden(driver, folder / f"{name}.timeline", update=update)
 
     return check
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Add each driver's batch timeline to the report of a failed test."""
+    report = yield
+    drivers = item.stash.get(_DRIVERS, None)
+    if drivers and report.when == "call" and report.failed:
+        from .report import format_timeline
+
+        for index, driver in enumerate(drivers):
+            title = "streamtest timeline" + (f" (driver {index + 1})" if len(drivers) > 1 else "")
+            report.sections.append((title, format_timeline(driver.batches)))
+    return report

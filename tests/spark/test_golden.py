@@ -91,3 +91,27 @@ def test_difference_summary_counts_missing_and_extra_batches():
         "1 batch(es) fewer than the golden file; the first missing: batch 1 of o at t: b")
     assert describe_difference(new, old).splitlines()[0] == (
         "1 batch(es) more than the golden file, from: batch 1 of o at t: b")
+
+
+def test_a_failing_driver_test_shows_the_batch_timeline(pytester, spark):
+    pytester.makeconftest(CHILD_CONFTEST)
+    pytester.makepyfile(test_fails="""
+from datetime import datetime, timezone
+from tests.helpers import clicks_per_user
+
+def test_wrong_expectation(topology_driver):
+    driver = topology_driver(clicks_per_user)
+    driver.create_input_topic("clicks").pipe_input(
+        {"user": "a", "url": "/"}, timestamp=datetime(2024, 1, 1, 0, 0, 4, tzinfo=timezone.utc))
+    driver.process_all_available()
+    assert driver.create_output_topic("counts").read_values_to_list() == [{"count": 1}]
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*- streamtest timeline -*",
+        "batch  output  processing time          watermark                wm after*",
+        "    0  counts  2024-01-01 00:00:00.000  1970-01-01 00:00:00.000  2023-12-31 23:59:54.000   1"
+        "    0        0      1",
+    ])
+    assert spark.streams.active == []
