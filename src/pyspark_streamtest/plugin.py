@@ -18,6 +18,10 @@ Fixtures:
     ``golden/<name>.timeline`` beside the test module (see
     :mod:`pyspark_streamtest.golden`); ``--streamtest-update-golden`` writes the files.
 
+``clickstream``, ``customers_cdc``, ``iot_readings``, ``orders_payments``
+    The canned event streams of :mod:`pyspark_streamtest.canned` (records, reference
+    pipeline, expected results); ``stream.replay(driver)`` pipes them second by second.
+
 Marker:
 
 ``@pytest.mark.streamtest_requires(Feature.X, ...)``
@@ -207,3 +211,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             title = "streamtest timeline" + (f" (driver {index + 1})" if len(drivers) > 1 else "")
             report.sections.append((title, format_timeline(driver.batches)))
     return report
+
+
+def _canned(name: str) -> Any:
+    from .canned import load
+
+    return load(name)
+
+
+@pytest.fixture
+def clickstream() -> Any:
+    """Clicks with out-of-order and late events (``pyspark_streamtest.canned``)."""
+    return _canned("clickstream")
+
+
+@pytest.fixture
+def customers_cdc() -> Any:
+    """A CDC changelog with upserts, tombstones and a re-created key."""
+    return _canned("customers_cdc")
+
+
+@pytest.fixture
+def iot_readings() -> Any:
+    """Sensor readings with a skewed clock, a gap and a late reading."""
+    return _canned("iot_readings")
+
+
+@pytest.fixture
+def orders_payments() -> Any:
+    """Orders and payments in two Kafka topics, for a stream-stream join."""
+    return _canned("orders_payments")

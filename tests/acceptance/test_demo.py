@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pyspark_streamtest._demo import load_clickstream, run_demo
+from pyspark_streamtest._demo import run_demo
+from pyspark_streamtest.canned import clickstream
 
 
 def test_demo_prints_the_documented_timeline(spark):
@@ -22,7 +23,8 @@ def test_demo_prints_the_documented_timeline(spark):
 
 
 def test_canned_clickstream_has_out_of_order_and_late_clicks():
-    events = load_clickstream()
-    assert [e["url"] for e in events if e["user"] == "bob"] == ["/home", "/help", "/late"]
-    times = [e["ts"] for e in events]
+    events = clickstream().records
+    assert [e.value["url"] for e in events if e.value["user"] == "bob"] == [
+        "/home", "/help", "/late"]
+    times = [e.timestamp for e in events]
     assert times != sorted(times)
