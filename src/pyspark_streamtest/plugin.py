@@ -24,6 +24,12 @@ Fixtures:
 
 Marker:
 
+``@pytest.mark.streamtest_determinism(runs=3)``
+    Run the test body ``runs`` times (fresh drivers each time, through
+    ``topology_driver``) and fail with the first differing batch if the batch histories
+    of any two runs differ. ``--streamtest-cpu-load N`` keeps N busy processes running
+    meanwhile, to shake out timing dependence.
+
 ``@pytest.mark.streamtest_requires(Feature.X, ...)``
     Skip the test, with a reason naming the PySpark line that adds the feature, when the
     ``spark`` session lacks any of the listed :class:`~pyspark_streamtest.Feature` values
@@ -67,6 +73,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Extra Spark setting for the 'spark' fixture; repeatable (default: none).",
     )
     group.addoption(
+        "--streamtest-cpu-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Busy processes kept running during streamtest_determinism tests (default 0).",
+    )
+    group.addoption(
         "--streamtest-update-golden",
         action="store_true",
         default=False,
@@ -75,6 +88,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "streamtest_determinism(runs=3): run the test body several times and fail if the "
+        "batch histories of its drivers differ",
+    )
     config.addinivalue_line(
         "markers",
         "streamtest_requires(*features): skip unless the Spark session offers every listed "
@@ -241,3 +259,56 @@ def iot_readings() -> Any:
 def orders_payments() -> Any:
     """Orders and payments in two Kafka topics, for a stream-stream join."""
     return _canned("orders_payments")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run ``streamtest_determinism`` tests several times and compare their histories."""
+    marker = pyfuncitem.get_closest_marker("streamtest_determinism")
+    if marker is None:
+        return None
+    from .golden import GoldenMismatchError, describe_difference, format_golden_timeline
+
+    runs = int(marker.kwargs.get("runs", marker.args[0] if marker.args else 3))
+    if runs < 2:
+        raise pytest.UsageError("streamtest_determinism needs runs >= 2")
+    drivers = pyfuncitem.stash.get(_DRIVERS, None)
+    if drivers is None:
+        raise pytest.UsageError(
+            "streamtest_determinism compares the drivers a test makes with the "
+            "topology_driver fixture; this test does not use it"
+        )
+    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    load = _busy_processes(int(pyfuncitem.config.getoption("--streamtest-cpu-load")))
+    try:
+        histories = []
+        for _ in range(runs):
+            first = len(drivers)
+            pyfuncitem.obj(**args)
+            made = drivers[first:]
+            if not made:
+                raise pytest.UsageError("the test made no driver; nothing to compare")
+            histories.append("".join(
+                f"## driver {i + 1}\n{format_golden_timeline(d.batches)}"
+                for i, d in enumerate(made)
+            ))
+            for driver in made:
+                driver.close()
+    finally:
+        for process in load:
+            process.kill()
+            process.wait()
+    for index, history in enumerate(histories[1:], start=2):
+        if history != histories[0]:
+            raise GoldenMismatchError(
+                f"run {index} of {runs} differs from run 1; the topology or the test is not "
+                f"deterministic:\n{describe_difference(histories[0], history)}"
+            )
+    return True
+
+
+def _busy_processes(count: int) -> list[subprocess.Popen[bytes]]:
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(max(0, count))
+    ]

@@ -115,3 +115,35 @@ def test_wrong_expectation(topology_driver):
         "    0        0      1",
     ])
     assert spark.streams.active == []
+
+
+def test_determinism_marker_passes_a_deterministic_test_and_catches_randomness(pytester, spark):
+    pytester.makeconftest(CHILD_CONFTEST)
+    pytester.makepyfile(test_gate="""
+import pytest
+from pyspark.sql import functions as F
+from tests.helpers import clicks_per_user
+
+def noisy(t):
+    t.output("o", t.input("x", schema="v INT").select("v", (F.rand() * 1000).cast("int").alias("r")))
+
+@pytest.mark.streamtest_determinism(runs=3)
+def test_steady(topology_driver):
+    driver = topology_driver(clicks_per_user)
+    driver.create_input_topic("clicks").pipe_value_list(
+        [{"user": u, "url": "/"} for u in "abcab"])
+    driver.process_all_available()
+
+@pytest.mark.streamtest_determinism(runs=2)
+def test_noisy(topology_driver):
+    driver = topology_driver(noisy)
+    driver.create_input_topic("x").pipe_value_list([{"v": i} for i in range(5)])
+    driver.process_all_available()
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--streamtest-cpu-load", "1")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*run 2 of 2 differs from run 1; the topology or the test is not deterministic:*",
+        "*first difference in the batch #1 of the history:*",
+    ])
+    assert spark.streams.active == []
