@@ -107,6 +107,9 @@ class _BuiltOutput:
     """How its stateful operator drops late rows, or why that cannot be stated."""
     time_columns: tuple[tuple[str, str | None], ...] = ()
     """(input name, its event-time column) per input it reads."""
+    runs_no_data_batches: bool = True
+    """Spark may run a batch without new data (a watermark to act on, or processing-time
+    timeouts and timers); False lets the driver stop after a data batch."""
 
 
 class Topology:
@@ -311,6 +314,7 @@ class Topology:
             late_rule(df, tuple(column for column, _ in facts.watermarks))
             if facts.has_event_time_watermark else "the query has no event-time watermark",
             tuple((n, self._inputs[n].timestamp_column) for n in used),
+            facts.has_event_time_watermark or facts.has_grouped_state,
         )
 
 

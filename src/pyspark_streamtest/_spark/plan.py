@@ -19,6 +19,9 @@ class PlanFacts:
     has_event_time_watermark: bool
     watermarks: tuple[tuple[str, str], ...] = ()
     """(event-time column, delay as Spark prints it, e.g. "10 seconds") per withWatermark."""
+    has_grouped_state: bool = True
+    """(flat)MapGroupsWithState or transformWithState: they may run batches without data
+    (processing-time timeouts and timers)."""
 
 
 def plan_facts(df: DataFrame) -> PlanFacts:
@@ -26,11 +29,14 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     ids: list[int] = []
     names: list[str] = []
     has_watermark = False
+    grouped_state = False
     watermarks: list[tuple[str, str]] = []
     stack = [plan]
     while stack:
         node = stack.pop()
         name = str(node.nodeName())
+        if name.startswith(("FlatMapGroups", "TransformWithState")):
+            grouped_state = True
         if name == "EventTimeWatermark":
             has_watermark = True
             watermarks.append((str(node.eventTime().name()), str(node.delay().toString())))
@@ -45,7 +51,7 @@ def plan_facts(df: DataFrame) -> PlanFacts:
             stack.extend(children.apply(i) for i in range(count))
     return PlanFacts(
         bool(plan.isStreaming()), tuple(ids), tuple(names), has_watermark,
-        tuple(sorted(set(watermarks))),
+        tuple(sorted(set(watermarks))), grouped_state,
     )
 
 
