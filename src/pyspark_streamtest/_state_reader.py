@@ -64,8 +64,11 @@ def read_view(
     join_side: str | None,
     batch_id: int,
     shape: Shape,
+    timers: bool = False,
 ) -> StateStoreView:
     options = state_reader_options(batch_id, operator_id, store_name, join_side, state_var)
+    if timers:
+        options["readRegisteredTimers"] = "true"
     schema, rows = read_state(spark, checkpoint, options)
     key_type = schema["key"].dataType
     value_type = schema["value"].dataType if "value" in schema.fieldNames() else None
@@ -95,7 +98,12 @@ def read_view(
     for raw in rows:
         row = decode(raw)
         key_dict = row["key"] or {}
-        value = row.get("value")
+        if "value" in row:
+            value = row["value"]
+        elif "list_element" in row:  # transformWithState list state: one row per element
+            value = row["list_element"]
+        else:  # map state (user_map_key, user_map_value), registered timers, ...
+            value = {k: v for k, v in row.items() if k not in ("key", "partition_id")}
         window = None
         if shape == "window" and window_field is not None:
             w = key_dict[window_field]

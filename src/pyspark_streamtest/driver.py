@@ -447,6 +447,7 @@ class TopologyTestDriver:
         store_name: str | None = None,
         state_var: str | None = None,
         batch_id: int | None = None,
+        timers: bool = False,
     ) -> StateStoreView:
         """A read-only view of the state of ``output``'s query, as of the end of batch
         ``batch_id`` (default: the last batch run). Needs PySpark 4.0+ (Spark's state
@@ -457,11 +458,14 @@ class TopologyTestDriver:
         ``state_var`` a ``transformWithState(InPandas)`` state variable. Entries are as
         Spark stores them: for ``applyInPandasWithState`` a value is
         ``{"groupState": {...}, "timeoutTimestamp": ms}``; for ``dropDuplicates`` it is
-        None (the store keeps keys only). Before the query's first batch the view is
-        empty. Reading never changes the query.
+        None (the store keeps keys only); a transformWithState list variable has one entry
+        per element (``get_all(key)`` in list order), a map variable one per map key
+        (``{"user_map_key": {...}, "user_map_value": {...}}``), and ``timers=True``
+        reads the registered timers (``{"expiration_timestamp_ms": ms}`` per timer).
+        Before the query's first batch the view is empty. Reading never changes the query.
         """
         return self._read_state(output, operator_id, store_name, state_var, None, batch_id,
-                                "generic")
+                                "generic", timers)
 
     def get_key_value_store(
         self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
@@ -654,6 +658,7 @@ class TopologyTestDriver:
         join_side: str | None,
         batch_id: int | None,
         shape: Shape,
+        timers: bool = False,
     ) -> StateStoreView:
         self._check_open()
         runner = self._runner(output)
@@ -700,6 +705,7 @@ class TopologyTestDriver:
             self._spark, runner.checkpoint, output=output, operator_id=chosen,
             store_name=store_name, state_var=state_var, join_side=join_side,
             batch_id=last.batch_id if batch_id is None else batch_id, shape=shape,
+            timers=timers,
         )
 
     def _move_clock(self, now_ms: int) -> list[BatchRecord]:

@@ -240,3 +240,54 @@ def test_state_ttl_expires_by_processing_time(topology_driver):
     assert click("/2") == "/1"  # T0 + 4.999 s: still there
     driver.advance_wall_clock(timedelta(seconds=5))
     assert click("/3") is None  # T0 + 9.999 s: /2 (written at T0 + 4.999 s) expired at 9.999
+
+
+def _list_and_map_processor():
+    """Keeps every url a user clicked (list state), a count per url (map state), and a
+    processing-time timer a minute after the latest click."""
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Collector(StatefulProcessor):
+        def init(self, handle):
+            self.handle = handle
+            self.urls = handle.getListState("urls", "url STRING")
+            self.counts = handle.getMapState("counts", "url STRING", "n LONG")
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: N802, N803 (Spark API)
+            for frame in rows:
+                for url in frame["url"]:
+                    self.urls.appendValue((url,))
+                    n = self.counts.getValue((url,))[0] if self.counts.containsKey((url,)) else 0
+                    self.counts.updateValue((url,), (n + 1,))
+            self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + 60_000)
+            yield pd.DataFrame({"user": [key[0]]})
+
+        def close(self):
+            pass
+
+    return Collector()
+
+
+def collector_topology(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, url STRING")
+    t.output("seen", clicks.groupBy("user").transformWithStateInPandas(
+        _list_and_map_processor(), "user STRING", "Update", "ProcessingTime"),
+        output_mode="update")
+
+
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_list_map_and_timer_state_views(topology_driver):
+    driver = topology_driver(collector_topology, sql_conf=ROCKSDB)
+    driver.create_input_topic("clicks").pipe_value_list([("a", "/"), ("a", "/x"), ("a", "/")])
+    driver.process_all_available()
+    assert driver.get_state_store("seen", state_var="urls").get_all("a") == [
+        {"url": "/"}, {"url": "/x"}, {"url": "/"}]
+    counts = driver.get_state_store("seen", state_var="counts").get_all("a")
+    assert sorted(counts, key=str) == [
+        {"user_map_key": {"url": "/"}, "user_map_value": {"n": 2}},
+        {"user_map_key": {"url": "/x"}, "user_map_value": {"n": 1}},
+    ]
+    t0_ms = int(T0.timestamp() * 1000)
+    assert driver.get_state_store("seen", timers=True).to_dict() == {
+        "a": {"expiration_timestamp_ms": t0_ms + 60_000}}
