@@ -40,7 +40,6 @@ class QueryRunner:
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._jvm = jvm
-        self._checkpoint = checkpoint
         self.checkpoint = checkpoint
         self._interval_ms = trigger_interval_ms
         self._timeout_s = timeout_s
@@ -91,7 +90,7 @@ class QueryRunner:
             self._jvm,
             self.built.dataframe,
             name=f"streamtest-{self.name}",
-            checkpoint=self._checkpoint,
+            checkpoint=self.checkpoint,
             output_mode=self.built.spec.output_mode,
             trigger_interval_ms=self._interval_ms,
             clock=self.clock,
