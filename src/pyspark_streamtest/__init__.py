@@ -4,6 +4,7 @@ Pipe records with chosen event times into real streaming queries, move processin
 time, and read exactly what each micro-batch emitted, in-process and without sleeps.
 """
 
+from .assertions import OutputMismatchError, assert_values_equal
 from .clock import DEFAULT_START_TIME
 from .driver import TopologyTestDriver
 from .errors import (
@@ -43,6 +44,7 @@ __all__ = [
     "LateRecord",
     "NaiveDatetimeError",
     "NoSuchRecordError",
+    "OutputMismatchError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "StateOperatorMetrics",
@@ -63,6 +65,7 @@ __all__ = [
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
     "assert_matches_golden",
+    "assert_values_equal",
     "format_timeline",
     "require_feature",
     "supported_features",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._broker import SerializedRecord, normalize_headers, place_input_records
 from ._time import duration_ms, require_aware
 from ._values import to_json_line
+from .assertions import assert_values_equal
 from .errors import (
     NoSuchRecordError,
     SchemaMismatchError,
@@ -473,6 +474,14 @@ class TestOutputTopic:
     def read_values_to_list(self) -> list[Any]:
         """Remove every unread record and return their values (possibly none)."""
         return [record.value for record in self.read_records_to_list()]
+
+    def assert_values(self, expected: Sequence[Any], *, ignore_order: bool = False) -> None:
+        """Read every unread value and assert it equals ``expected`` (in order, or as a
+        multiset with ``ignore_order``); on a mismatch the error shows expected and actual
+        side by side, with the differing fields (see :mod:`pyspark_streamtest.assertions`).
+        """
+        assert_values_equal(self.read_values_to_list(), expected, ignore_order=ignore_order,
+                            title=f"{self._kind()} {self._name!r}")
 
     def read_key_value(self) -> KeyValue:
         """Kafka topics: remove the oldest unread record; return ``KeyValue(key, value)``."""

@@ -77,3 +77,26 @@ def test_record_in_the_batch_that_closes_its_window_is_still_counted(topology_dr
     assert driver.create_output_topic("counts").read_values_to_list() == [
         {"window": window(0, 10), "user": "a", "count": 2}
     ]
+
+
+def test_assert_values_reads_the_topic_and_shows_the_difference(topology_driver):
+    import pytest
+
+    from pyspark_streamtest import OutputMismatchError
+
+    driver = topology_driver(clicks_per_user)
+    clicks = driver.create_input_topic("clicks")
+    counts = driver.create_output_topic("counts")
+    for user, second in [("a", 1), ("b", 2), ("a", 3), ("c", 30)]:
+        clicks.pipe_input({"user": user, "url": "/"}, timestamp=at(second))
+    driver.process_all_available()
+    counts.assert_values([{"window": window(0, 10), "user": "b", "count": 1},
+                          {"window": window(0, 10), "user": "a", "count": 2}],
+                         ignore_order=True)
+    clicks.pipe_input({"user": "d", "url": "/"}, timestamp=at(55))  # watermark 45 s
+    driver.process_all_available()
+    with pytest.raises(OutputMismatchError) as caught:
+        counts.assert_values([{"window": window(30, 40), "user": "c", "count": 2}])
+    assert str(caught.value).splitlines()[0] == (
+        "output 'counts': 1 values expected, 1 read; 1 differ")
+    assert "count: 2 != 1" in str(caught.value)

@@ -1,0 +1,41 @@
+"""Side-by-side differences of emitted values."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from pyspark_streamtest import OutputMismatchError, assert_values_equal
+
+
+def test_equal_values_pass_in_order_or_ignoring_it():
+    rows = [{"user": "a", "count": 2}, {"user": "b", "count": 1}]
+    assert_values_equal(rows, list(rows))
+    assert_values_equal(rows, rows[::-1], ignore_order=True)
+    utc = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    plus_one = utc.astimezone(timezone(timedelta(hours=1)))
+    assert_values_equal([{"at": utc}], [{"at": plus_one}])  # the same instant
+
+
+def test_mismatch_shows_both_sides_and_the_differing_fields():
+    with pytest.raises(OutputMismatchError) as caught:
+        assert_values_equal(
+            [{"user": "a", "count": 2}, {"user": "b", "count": 2}, {"user": "c", "count": 1}],
+            [{"user": "a", "count": 2}, {"user": "b", "count": 1}],
+            title="output 'counts'",
+        )
+    assert str(caught.value).splitlines() == [
+        "output 'counts': 2 values expected, 3 read; 2 differ",
+        "      #  expected                actual",
+        "      0  {\"count\":2,\"user\":\"a\"}  {\"count\":2,\"user\":\"a\"}",
+        "  *   1  {\"count\":1,\"user\":\"b\"}  {\"count\":2,\"user\":\"b\"}    count: 1 != 2",
+        "  *   2  -                       {\"count\":1,\"user\":\"c\"}",
+    ]
+
+
+def test_missing_and_unexpected_fields_and_order():
+    with pytest.raises(OutputMismatchError, match=r"user: missing, who: unexpected"):
+        assert_values_equal([{"who": "a"}], [{"user": "a"}])
+    with pytest.raises(OutputMismatchError, match=r"2 values expected, 2 read; 2 differ\n"):
+        assert_values_equal([1, 2], [2, 1])
