@@ -39,6 +39,7 @@ class QueryRunner:
         self._sql_conf = dict(sql_conf or {})
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
+        self._time_columns = dict(built.time_columns)
         self._jvm = jvm
         self.checkpoint = checkpoint
         self._interval_ms = trigger_interval_ms
@@ -200,8 +201,7 @@ class QueryRunner:
         rule = self.built.late_rule
         if isinstance(rule, LateRule):
             previous = self.last_batch.watermark if self.last_batch is not None else None
-            late = late_records(rule, consumed, dict(self.built.time_columns), batch_id,
-                                previous or EPOCH)
+            late = late_records(rule, consumed, self._time_columns, batch_id, previous or EPOCH)
         kafka = self.built.spec.kafka
         if kafka is not None:
             outputs = kafka_output_records(

@@ -15,33 +15,16 @@ expected value, the actual one, a ``*`` where they differ, and which fields diff
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any
+
+from ._stable import stable_json
 
 __all__ = ["OutputMismatchError", "assert_values_equal"]
 
 
 class OutputMismatchError(AssertionError):
     """What a topic emitted differs from what the test expected (the message shows both)."""
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-    if isinstance(value, (bytes, bytearray)):
-        return repr(bytes(value))
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _text(value: Any) -> str:
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), default=str,
-                      ensure_ascii=False)
 
 
 def _field_differences(expected: Any, actual: Any) -> str:
@@ -53,8 +36,8 @@ def _field_differences(expected: Any, actual: Any) -> str:
             notes.append(f"{key}: missing")
         elif key not in expected:
             notes.append(f"{key}: unexpected")
-        elif _text(expected[key]) != _text(actual[key]):
-            notes.append(f"{key}: {_text(expected[key])} != {_text(actual[key])}")
+        elif stable_json(expected[key]) != stable_json(actual[key]):
+            notes.append(f"{key}: {stable_json(expected[key])} != {stable_json(actual[key])}")
     return ", ".join(notes)
 
 
@@ -69,8 +52,8 @@ def assert_values_equal(
     JSON text when ``ignore_order``; rows of one micro-batch have no order in Spark).
     Datetimes compare as instants. Raises :class:`OutputMismatchError` with a
     side-by-side table."""
-    got = [_text(v) for v in actual]
-    want = [_text(v) for v in expected]
+    got = [stable_json(v) for v in actual]
+    want = [stable_json(v) for v in expected]
     pairs_actual, pairs_expected = list(actual), list(expected)
     if ignore_order:
         order_a = sorted(range(len(got)), key=got.__getitem__)

@@ -16,14 +16,12 @@ takes the path.
 
 from __future__ import annotations
 
-import base64
 import difflib
-import json
 import os
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
+from ._stable import stable_json, utc_text
 from .records import BatchRecord, TestRecord
 
 __all__ = ["GoldenMismatchError", "assert_matches_golden", "format_golden_timeline"]
@@ -33,54 +31,26 @@ class GoldenMismatchError(AssertionError):
     """The batch history differs from the golden file (the message says where and how)."""
 
 
-def _time(value: datetime | None) -> str:
-    if value is None:
-        return "-"
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return _time(value)
-    if isinstance(value, (bytes, bytearray)):
-        try:
-            return {"utf8": bytes(value).decode("utf-8")}
-        except UnicodeDecodeError:
-            return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return "NaN"
-    return value
-
-
-def _json(value: Any) -> str:
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
-
-
 def _record_line(record: TestRecord, kind: str) -> str:
     parts = [kind]
     if kind == "in" or record.partition is not None:  # Kafka outputs name their topic
         parts.append(record.topic)
     if record.key is not None:
-        parts.append(f"key={_json(record.key)}")
-    parts.append(_json(record.value))
+        parts.append(f"key={stable_json(record.key)}")
+    parts.append(stable_json(record.value))
     if kind == "in" and record.timestamp is not None:
-        parts.append(f"@{_time(record.timestamp)}")
+        parts.append(f"@{utc_text(record.timestamp)}")
     if record.partition is not None:
         parts.append(f"p{record.partition}/o{record.offset}")
     if record.headers:
-        parts.append(f"headers={_json([[k, v] for k, v in record.headers])}")
+        parts.append(f"headers={stable_json([[k, v] for k, v in record.headers])}")
     return "  " + " ".join(parts)
 
 
 def _batch_block(batch: BatchRecord) -> list[str]:
     lines = [
-        f"batch {batch.batch_id} of {batch.output} at {_time(batch.processing_time)}: "
-        f"watermark {_time(batch.watermark)} -> {_time(batch.watermark_after)}, "
+        f"batch {batch.batch_id} of {batch.output} at {utc_text(batch.processing_time)}: "
+        f"watermark {utc_text(batch.watermark)} -> {utc_text(batch.watermark_after)}, "
         f"{batch.num_input_rows} in, {len(batch.output_records)} out, "
         f"{batch.num_rows_dropped_by_watermark} dropped late, "
         f"{batch.num_state_rows_total} state rows"

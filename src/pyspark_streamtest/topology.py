@@ -194,6 +194,7 @@ class Topology:
         The ``timestamp`` column is the event time a ``withWatermark("timestamp", ...)``
         reads.
         """
+        _check_name(name, "input")
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise TopologyError(
                 f"kafka input {name!r}: partitions must be a positive int, got {partitions!r}"
@@ -213,7 +214,6 @@ class Topology:
         self, name: str, struct: StructType, timestamp_column: str | None,
         kafka: _KafkaInput | None,
     ) -> DataFrame:
-        _check_name(name, "input")
         if name in self._inputs:
             raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
                                 "the DataFrame")
@@ -311,7 +311,7 @@ class Topology:
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
-            late_rule(df, tuple(column for column, _ in facts.watermarks))
+            late_rule(df, facts)
             if facts.has_event_time_watermark else "the query has no event-time watermark",
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,

@@ -9,6 +9,10 @@ from pyspark.sql import DataFrame
 
 from .jvm import JavaObject
 
+# Analyzed-plan node names of stateful operators (prefixes: Deduplicate covers
+# DeduplicateWithinWatermark, TransformWithState the Pandas/PySpark variants).
+_STATEFUL = ("Aggregate", "Deduplicate", "FlatMapGroups", "TransformWithState")
+
 
 @dataclass(frozen=True)
 class PlanFacts:
@@ -19,9 +23,16 @@ class PlanFacts:
     has_event_time_watermark: bool
     watermarks: tuple[tuple[str, str], ...] = ()
     """(event-time column, delay as Spark prints it, e.g. "10 seconds") per withWatermark."""
-    has_grouped_state: bool = True
-    """(flat)MapGroupsWithState or transformWithState: they may run batches without data
-    (processing-time timeouts and timers)."""
+    stateful_operators: tuple[str, ...] = ()
+    """Analyzed-plan names of the streaming stateful operators (Aggregate, Deduplicate...)."""
+    has_stream_stream_join: bool = False
+
+    @property
+    def has_grouped_state(self) -> bool:
+        """(flat)MapGroupsWithState or transformWithState: they may run batches without
+        data (processing-time timeouts and timers)."""
+        return any(n.startswith(("FlatMapGroups", "TransformWithState"))
+                   for n in self.stateful_operators)
 
 
 def plan_facts(df: DataFrame) -> PlanFacts:
@@ -29,19 +40,24 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     ids: list[int] = []
     names: list[str] = []
     has_watermark = False
-    grouped_state = False
+    stateful: list[str] = []
+    stream_join = False
     watermarks: list[tuple[str, str]] = []
     stack = [plan]
     while stack:
         node = stack.pop()
         name = str(node.nodeName())
-        if name.startswith(("FlatMapGroups", "TransformWithState")):
-            grouped_state = True
+        if name.startswith(_STATEFUL) and node.isStreaming():
+            stateful.append(name)
         if name == "EventTimeWatermark":
             has_watermark = True
             watermarks.append((str(node.eventTime().name()), str(node.delay().toString())))
         children = node.children()
         count = children.size()
+        if name == "Join" and count == 2 and all(
+            children.apply(i).isStreaming() for i in range(2)
+        ):
+            stream_join = True
         if count == 0:
             if node.isStreaming():
                 output = node.output()
@@ -51,7 +67,7 @@ def plan_facts(df: DataFrame) -> PlanFacts:
             stack.extend(children.apply(i) for i in range(count))
     return PlanFacts(
         bool(plan.isStreaming()), tuple(ids), tuple(names), has_watermark,
-        tuple(sorted(set(watermarks))), grouped_state,
+        tuple(sorted(set(watermarks))), tuple(stateful), stream_join,
     )
 
 
@@ -82,9 +98,6 @@ _COLUMN = r"'?`?([A-Za-z_][\w]*)`?(?:#\d+)?(?:-T\d+ms)?"
 # PySpark 4.x prints window('ts, 10 seconds, 5 seconds, 0 second); 3.5 prints microseconds.
 _WINDOW = re.compile(r"\bwindow\(" + _COLUMN + r", ([^,()]+), ([^,()]+), ([^,()]+)\)")
 _SESSION = re.compile(r"\bsession_?window\(" + _COLUMN + r", ([^,()]+)\)")
-# Analyzed-plan node names of stateful operators (prefixes: Deduplicate covers
-# DeduplicateWithinWatermark, TransformWithState the Pandas/PySpark variants).
-_STATEFUL = ("Aggregate", "Deduplicate", "FlatMapGroups", "TransformWithState")
 
 
 def _duration_us(text: str) -> int | None:
@@ -103,24 +116,14 @@ def _duration_us(text: str) -> int | None:
     return total
 
 
-def late_rule(df: DataFrame, watermark_columns: tuple[str, ...]) -> LateRule | str:
-    """The rule for ``df``'s query, or the reason it cannot be stated exactly."""
-    analyzed: JavaObject = df._jdf.queryExecution().analyzed()
-    stateful: list[str] = []
-    stack = [analyzed]
-    while stack:
-        node = stack.pop()
-        name = str(node.nodeName())
-        children = node.children()
-        count = children.size()
-        if name == "Join" and count == 2 and all(
-            children.apply(i).isStreaming() for i in range(2)
-        ):
-            return ("a stream-stream join drops rows by each side's state watermark, derived "
-                    "from the join condition")
-        if node.isStreaming() and any(name.startswith(kind) for kind in _STATEFUL):
-            stateful.append(name)
-        stack.extend(children.apply(i) for i in range(count))
+def late_rule(df: DataFrame, facts: PlanFacts) -> LateRule | str:
+    """The rule for ``df``'s query (whose plan ``facts`` describe), or the reason it
+    cannot be stated exactly."""
+    if facts.has_stream_stream_join:
+        return ("a stream-stream join drops rows by each side's state watermark, derived "
+                "from the join condition")
+    watermark_columns = tuple(column for column, _ in facts.watermarks)
+    stateful = facts.stateful_operators
     if len(watermark_columns) != 1:
         return ("the query has several watermarks; which rows an operator drops depends on "
                 "the multiple-watermark policy and the operator")
@@ -149,7 +152,7 @@ def late_rule(df: DataFrame, watermark_columns: tuple[str, ...]) -> LateRule | s
                 "(rows are late by their grouping key's value)")
     if kind.startswith("FlatMapGroups"):
         # (flat)MapGroupsWithState filters late rows only with event-time timeouts.
-        timeouts = str(analyzed.toString())
+        timeouts = str(df._jdf.queryExecution().analyzed().toString())
         return LateRule("event_time" if "EventTimeTimeout" in timeouts else "none", column)
     if kind.startswith("TransformWithState"):
         return "which rows transformWithState drops as late is not modelled yet"
