@@ -1,4 +1,4 @@
-"""Checking and encoding values against a schema (no Spark needed)."""
+"""Checking and encoding values against a schema (Spark only parses the DDL strings)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,13 @@ SCHEMA = (
     "s STRING, i INT, l BIGINT, f DOUBLE, b BOOLEAN, bin BINARY, d DECIMAL(5,2), day DATE, "
     "ts TIMESTAMP, ntz TIMESTAMP_NTZ, arr ARRAY<INT>, m MAP<STRING, INT>, st STRUCT<x: INT>"
 )
+
+
+@pytest.fixture(autouse=True)
+def _ddl_parser(spark):
+    """PySpark parses DDL schema strings in the JVM: these tests need the session, and
+    must not rely on an earlier test having started it."""
+    return spark
 
 
 def encoder(schema: str = SCHEMA) -> StructEncoder:
