@@ -6,11 +6,15 @@ from pyspark.sql import SparkSession
 
 from .canned import clickstream
 from .driver import TopologyTestDriver
+from .picture import write_timeline_picture
 from .report import format_timeline
 
+DEMO_TITLE = "pyspark-streamtest demo: clicks per user, 10 s windows, 10 s watermark delay"
 
-def run_demo(spark: SparkSession | None = None) -> str:
-    """Replay the canned clickstream second by second; print the timeline and the rows."""
+
+def run_demo(spark: SparkSession | None = None, *, picture: str | None = None) -> str:
+    """Replay the canned clickstream second by second; print the timeline and the rows.
+    With ``picture`` (a .svg or .png path), also draw the timeline there."""
     stream = clickstream()
     lines = []
     with TopologyTestDriver(stream.topology, spark=spark) as driver:
@@ -26,4 +30,8 @@ def run_demo(spark: SparkSession | None = None) -> str:
                 f"  batch {record.batch_id}: window [{window['start']:%H:%M:%S}, "
                 f"{window['end']:%H:%M:%S}) user={value['user']} count={value['count']}"
             )
+        if picture is not None:
+            written = write_timeline_picture(driver.batches, picture, title=DEMO_TITLE)
+            lines.append("")
+            lines.append(f"Timeline picture: {written}")
     return "\n".join(lines)
