@@ -26,8 +26,10 @@ from .errors import (
 )
 from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
 from .golden import GoldenMismatchError, assert_matches_golden
+from .picture import timeline_svg, write_timeline_picture
 from .records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
 from .report import format_timeline
+from .scenario import ScenarioError, load_scenario, run_scenario
 from .session import test_spark_session
 from .topics import TestInputTopic, TestOutputTopic
 from .topology import Topology
@@ -45,6 +47,7 @@ __all__ = [
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "OutputMismatchError",
+    "ScenarioError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "StateOperatorMetrics",
@@ -67,7 +70,11 @@ __all__ = [
     "assert_matches_golden",
     "assert_values_equal",
     "format_timeline",
+    "load_scenario",
     "require_feature",
+    "run_scenario",
     "supported_features",
     "test_spark_session",
+    "timeline_svg",
+    "write_timeline_picture",
 ]

@@ -40,6 +40,7 @@ Importing this module does not import PySpark or start Spark.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=0,
         metavar="N",
         help="Busy processes kept running during streamtest_determinism tests (default 0).",
+    )
+    group.addoption(
+        "--streamtest-timeline-dir",
+        default=None,
+        metavar="DIR",
+        help="Write an SVG timeline picture per driver of each failing test to DIR; the "
+        "JUnit XML report carries its path as the property 'streamtest_timeline'.",
     )
     group.addoption(
         "--streamtest-update-golden",
@@ -160,17 +168,32 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
-@pytest.fixture(scope="session")
-def spark(pytestconfig: pytest.Config) -> Iterator[SparkSession]:
-    """A local SparkSession tuned for tests, shared by the whole test session."""
-    from .session import test_spark_session
+_SESSION = pytest.StashKey["SparkSession"]()
 
-    session = test_spark_session(
-        master=pytestconfig.getoption("--spark-master"),
-        conf=_parse_conf(pytestconfig.getoption("--spark-conf")),
-    )
-    yield session
-    session.stop()
+
+def _shared_session(config: pytest.Config) -> SparkSession:
+    """The test session's SparkSession, made on first use and stopped when pytest ends
+    (shared by the ``spark`` fixture and scenario files)."""
+    if _SESSION not in config.stash:
+        from pyspark.sql import SparkSession
+
+        from .session import test_spark_session
+
+        existed = SparkSession.getActiveSession() is not None
+        session = test_spark_session(
+            master=config.getoption("--spark-master"),
+            conf=_parse_conf(config.getoption("--spark-conf")),
+        )
+        config.stash[_SESSION] = session
+        if not existed:  # a session someone else made is theirs to stop
+            config.add_cleanup(session.stop)
+    return config.stash[_SESSION]
+
+
+@pytest.fixture(scope="session")
+def spark(pytestconfig: pytest.Config) -> SparkSession:
+    """A local SparkSession tuned for tests, shared by the whole test session."""
+    return _shared_session(pytestconfig)
 
 
 @pytest.fixture
@@ -219,16 +242,108 @@ def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Add each driver's batch timeline to the report of a failed test."""
+    """Add each driver's batch timeline to the report of a failed test (and, with
+    ``--streamtest-timeline-dir``, a picture whose path the JUnit XML carries)."""
     report = yield
+    histories = item.stash.get(_HISTORIES, None)
     drivers = item.stash.get(_DRIVERS, None)
-    if drivers and report.when == "call" and report.failed:
+    if histories is None and drivers:
+        histories = [driver.batches for driver in drivers]
+    if histories and report.when == "call" and report.failed:
         from .report import format_timeline
 
-        for index, driver in enumerate(drivers):
-            title = "streamtest timeline" + (f" (driver {index + 1})" if len(drivers) > 1 else "")
-            report.sections.append((title, format_timeline(driver.batches)))
+        folder = item.config.getoption("--streamtest-timeline-dir")
+        for index, batches in enumerate(histories):
+            suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
+            report.sections.append(("streamtest timeline" + suffix, format_timeline(batches)))
+            if folder:
+                from .picture import write_timeline_picture
+
+                name = _file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
+                path = write_timeline_picture(batches, os.path.join(folder, name + ".svg"),
+                                              title=item.nodeid + suffix)
+                # junitxml writes the properties of the teardown report, made from the item
+                item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
+                report.sections.append(("streamtest timeline picture" + suffix, path))
     return report
+
+
+def _file_name(nodeid: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid).strip("_")[:150]
+
+
+# --- scenario files ---------------------------------------------------------------------------
+_HISTORIES = pytest.StashKey[list[Any]]()
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect ``*.streamtest.yaml`` / ``.yml`` / ``.json`` files as tests."""
+    from .scenario import SCENARIO_SUFFIXES
+
+    if file_path.name.endswith(SCENARIO_SUFFIXES):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    """A scenario file: one test, named by the scenario's ``name``."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .scenario import ScenarioError, load_scenario
+
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioError as error:
+            yield InvalidScenarioItem.from_parent(self, name=self.path.name, error=error)
+            return
+        yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+
+
+class InvalidScenarioItem(pytest.Item):
+    """A scenario file that does not validate: fails with the file, line and field."""
+
+    def __init__(self, *, error: Exception, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise self.error
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        return f"invalid scenario file: {excinfo.value}"
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"scenario file {self.path.name}"
+
+
+class ScenarioItem(pytest.Item):
+    """Runs one scenario (see :mod:`pyspark_streamtest.scenario`) on the shared session."""
+
+    def __init__(self, *, scenario: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        from .scenario import run_scenario
+
+        result = run_scenario(self.scenario, spark=_shared_session(self.config))
+        self.stash[_HISTORIES] = [result.batches]
+        if not result.passed:
+            raise ScenarioFailedError(result.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailedError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"scenario {self.scenario.name}"
+
+
+class ScenarioFailedError(AssertionError):
+    """A scenario's expectation or step failed (the message says which and how)."""
 
 
 def _canned(name: str) -> Any:
@@ -279,8 +394,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             "topology_driver fixture; this test does not use it"
         )
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    load = _busy_processes(int(pyfuncitem.config.getoption("--streamtest-cpu-load")))
-    try:
+    from ._load import busy_processes
+
+    with busy_processes(int(pyfuncitem.config.getoption("--streamtest-cpu-load"))):
         histories = []
         for _ in range(runs):
             first = len(drivers)
@@ -294,10 +410,6 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             ))
             for driver in made:
                 driver.close()
-    finally:
-        for process in load:
-            process.kill()
-            process.wait()
     for index, history in enumerate(histories[1:], start=2):
         if history != histories[0]:
             raise GoldenMismatchError(
@@ -305,10 +417,3 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
                 f"deterministic:\n{describe_difference(histories[0], history)}"
             )
     return True
-
-
-def _busy_processes(count: int) -> list[subprocess.Popen[bytes]]:
-    return [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(max(0, count))
-    ]
