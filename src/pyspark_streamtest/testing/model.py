@@ -1,0 +1,511 @@
+"""A reference model of Spark's event-time semantics, small enough to read.
+
+:func:`simulate` runs a :class:`Schedule` (records piped, triggers, restarts, watermark
+advances) through one of the operators below and predicts every micro-batch the driver
+runs: its id, the watermark it runs with and the one after it, the rows it emits and the
+records it drops as late. Each rule cites the Spark behaviour it encodes. The model is
+trusted only where our differential tests (``tests/spark/test_properties.py``) check it
+against real Spark on generated schedules: tumbling and sliding windows (append and
+update), session windows (append), ``dropDuplicates`` with a watermark, and a
+latest-value table with tombstones, each with one input.
+
+Rules shared by every operator (Spark 3.4+; the multiple-watermark policy in
+:func:`global_watermark`):
+
+1. The watermark a batch runs with is fixed when the batch is planned: the largest event
+   time seen in *earlier* batches minus the delay, never moving back; the epoch before
+   any event time is seen. (``EventTimeWatermarkExec`` collects max event time per batch;
+   ``WatermarkTracker.updateWatermark`` applies it to the next batch, only if higher.)
+2. Late rows are filtered with the watermark of the *previous* batch, state is evicted
+   and append-mode results emitted with the current one (SPARK-40925, Spark 3.4:
+   ``eventTimeWatermarkForLateEvents`` vs ``eventTimeWatermarkForEviction``). A row is
+   late when its event time is at or before that watermark; a window row when the
+   window *ends* at or before it (``watermarkPredicateForDataForLateEvents`` on the
+   window column: ``end <= watermark``).
+3. After a batch, Spark owes a *no-data batch* when an append- or update-mode stateful
+   operator with a watermark would see a higher watermark
+   (``StateStoreSaveExec.shouldRunAnotherBatch``: ``newInputWatermark >
+   eventTimeWatermarkForEviction``); it runs at the next trigger unless data arrives
+   first (then the data batch does the work). ``spark.sql.streaming.noDataMicroBatches
+   .enabled`` is true by default.
+4. A restarted query runs a batch at once only for unprocessed data: the no-data batch
+   owed before the restart is not run (``lastExecutionRequiresAnotherBatch`` needs the
+   last execution, which a new run does not have); data arriving later catches up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from .._time import from_ms, to_ms
+
+__all__ = [
+    "AdvanceWatermark",
+    "Deduplicate",
+    "Drain",
+    "Event",
+    "LatestValueTable",
+    "ModelBatch",
+    "Operator",
+    "Pipe",
+    "Restart",
+    "Schedule",
+    "SessionCount",
+    "Tick",
+    "WindowedCount",
+    "global_watermark",
+    "last_values",
+    "simulate",
+    "windows_of",
+]
+
+EPOCH_MS = 0
+
+
+# --- events and schedules ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Event:
+    """One record: ``key``, ``value`` (None is a tombstone on a table-like topic) and its
+    event time ``timestamp`` (aware)."""
+
+    key: str
+    value: str | None
+    timestamp: datetime
+
+    def __str__(self) -> str:
+        value = "<tombstone>" if self.value is None else repr(self.value)
+        return f"{self.key}={value}@{self.timestamp:%H:%M:%S}"
+
+
+@dataclass(frozen=True)
+class Pipe:
+    """Pipe these events (they wait for the next trigger)."""
+
+    events: tuple[Event, ...]
+
+    def __str__(self) -> str:
+        return "pipe " + ", ".join(map(str, self.events))
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Advance processing time by one trigger interval: one trigger fires."""
+
+    def __str__(self) -> str:
+        return "tick"
+
+
+@dataclass(frozen=True)
+class Drain:
+    """``process_all_available()``: triggers at the same time until nothing is owed."""
+
+    def __str__(self) -> str:
+        return "drain"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Stop the query and start it again from its checkpoint."""
+
+    def __str__(self) -> str:
+        return "restart"
+
+
+@dataclass(frozen=True)
+class AdvanceWatermark:
+    """Drain, then move the watermark up to ``to`` if it is below, and drain again
+    (``advance_watermark_to``; a ``to`` at or below the watermark only drains)."""
+
+    to: datetime
+
+    def __str__(self) -> str:
+        return f"advance watermark to {self.to:%H:%M:%S}"
+
+
+Step = Pipe | Tick | Drain | Restart | AdvanceWatermark
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What a test does, step by step. Prints as one step per line (a readable
+    counterexample when hypothesis shrinks one)."""
+
+    steps: tuple[Step, ...]
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every event piped, in order."""
+        return tuple(e for s in self.steps if isinstance(s, Pipe) for e in s.events)
+
+    def without_restarts(self) -> Schedule:
+        return Schedule(tuple(s for s in self.steps if not isinstance(s, Restart)))
+
+    def __str__(self) -> str:
+        return "\n".join(f"  {i}: {s}" for i, s in enumerate(self.steps)) or "  (no steps)"
+
+
+@dataclass(frozen=True)
+class ModelBatch:
+    """A batch the model predicts (times as aware datetimes; ``watermark`` None for an
+    operator without a watermark)."""
+
+    batch_id: int
+    watermark: datetime | None
+    watermark_after: datetime | None
+    events: tuple[Event, ...]
+    rows: tuple[Mapping[str, Any], ...]
+    late: tuple[Event, ...] = ()
+
+
+# --- operators -----------------------------------------------------------------------------------
+class Operator:
+    """A stateful operator of the model. ``delay`` is the watermark delay (None: no
+    ``withWatermark``); ``process`` handles one batch and returns (rows, late events)."""
+
+    delay: timedelta | None = None
+    #: Rule 3: append/update-mode operators with a watermark run no-data batches.
+    runs_no_data_batches: bool = False
+
+    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
+                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
+        raise NotImplementedError
+
+    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
+        """The Spark pipeline this operator models, reading ``input`` (plain input
+        ``key STRING, value STRING, ts TIMESTAMP``, event time ``ts``) and writing
+        ``output`` with the model's column names."""
+        raise NotImplementedError
+
+
+def _interval(delta: timedelta) -> str:
+    ms = delta // timedelta(milliseconds=1)
+    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} milliseconds"
+
+
+def _events_input(t: Any, name: str) -> Any:
+    return t.input(name, schema="key STRING, value STRING, ts TIMESTAMP", timestamp_column="ts")
+
+
+def windows_of(t_ms: int, size_ms: int, slide_ms: int) -> list[tuple[int, int]]:
+    """The windows ``[start, end)`` holding ``t_ms``: starts are multiples of the slide
+    (Spark's ``TimeWindowing``: ``start <= t < start + size``, start time 0)."""
+    last_start = t_ms - (t_ms % slide_ms)
+    found = []
+    start = last_start
+    while start > t_ms - size_ms:
+        found.append((start, start + size_ms))
+        start -= slide_ms
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class WindowedCount(Operator):
+    """``groupBy(window(ts, size, slide), key).count()`` with ``withWatermark(ts, delay)``.
+
+    Rows: ``{"key", "window": {"start", "end"}, "count"}``. Append mode emits a window
+    once, in the batch whose watermark reaches its end (``end <= watermark``), and drops
+    it from state; update mode emits every window a batch changed (its new count), then
+    evicts windows ending at or before the watermark (``StateStoreSaveExec``: updated
+    rows are written out before ``removeKeysOlderThanWatermark``). A row is late per
+    window (rule 2), so a sliding-window row can count in some windows and not others.
+    """
+
+    size: timedelta
+    slide: timedelta | None = None
+    delay: timedelta | None = timedelta(0)
+    mode: Literal["append", "update"] = "append"
+    runs_no_data_batches: bool = True
+
+    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
+                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
+        size = to_ms_delta(self.size)
+        slide = to_ms_delta(self.slide or self.size)
+        late: list[Event] = []
+        updated: dict[tuple[str, int, int], None] = {}
+        for event in events:
+            windows = windows_of(to_ms(event.timestamp), size, slide)
+            kept = [w for w in windows if w[1] > late_watermark]
+            if len(kept) < len(windows):
+                late.append(event)
+            for start, end in kept:
+                slot = (event.key, start, end)
+                state[slot] = state.get(slot, 0) + 1
+                updated[slot] = None
+        rows = []
+        if self.mode == "update":
+            rows = [self._row(slot, state[slot]) for slot in updated]
+        for slot in sorted(state):
+            if slot[2] <= watermark:
+                if self.mode == "append":
+                    rows.append(self._row(slot, state[slot]))
+                del state[slot]
+        return rows, late
+
+    @staticmethod
+    def _row(slot: tuple[str, int, int], count: int) -> dict[str, Any]:
+        key, start, end = slot
+        return {"key": key, "window": {"start": from_ms(start), "end": from_ms(end)},
+                "count": count}
+
+    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
+        def build(t: Any) -> None:
+            from pyspark.sql import functions as F
+
+            events = _events_input(t, input)
+            if self.delay is not None:
+                events = events.withWatermark("ts", _interval(self.delay))
+            window = F.window("ts", _interval(self.size), _interval(self.slide or self.size))
+            t.output(output, events.groupBy(window.alias("window"), "key").count(),
+                     output_mode=self.mode)
+
+        return build
+
+
+@dataclass(frozen=True)
+class SessionCount(Operator):
+    """``groupBy(session_window(ts, gap), key).count()`` in append mode.
+
+    Each event opens ``[ts, ts + gap)``; sessions of one key that overlap *or touch*
+    merge: two events exactly ``gap`` apart are one session ``[t, t + 2 gap)``, within a
+    batch and across batches (checked against Spark: ``tests/spark/test_properties.py``
+    pins the case, which random schedules rarely hit). A row is late when its own
+    ``[ts, ts + gap)`` ends at or before the previous batch's watermark (rule 2). A
+    session is emitted and forgotten once the watermark reaches its end. Rows:
+    ``{"key", "session_window": {"start", "end"}, "count"}``. (Spark refuses update
+    mode for session windows.)
+    """
+
+    gap: timedelta
+    delay: timedelta | None = timedelta(0)
+    runs_no_data_batches: bool = True
+
+    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
+                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
+        gap = to_ms_delta(self.gap)
+        late = []
+        fresh: dict[str, list[tuple[int, int, int]]] = {}
+        for event in events:
+            t = to_ms(event.timestamp)
+            if t + gap <= late_watermark:
+                late.append(event)
+                continue
+            fresh.setdefault(event.key, []).append((t, t + gap, 1))
+        for key, sessions in fresh.items():
+            state[key] = _merge_sessions([*state.get(key, []), *sessions])
+        rows = []
+        for key in sorted(state):
+            keep = []
+            for start, end, count in state[key]:
+                if end <= watermark:
+                    rows.append({"key": key, "session_window": {"start": from_ms(start),
+                                                                "end": from_ms(end)},
+                                 "count": count})
+                else:
+                    keep.append((start, end, count))
+            if keep:
+                state[key] = keep
+            else:
+                del state[key]
+        return rows, late
+
+    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
+        def build(t: Any) -> None:
+            from pyspark.sql import functions as F
+
+            events = _events_input(t, input)
+            if self.delay is not None:
+                events = events.withWatermark("ts", _interval(self.delay))
+            session = F.session_window("ts", _interval(self.gap)).alias("session_window")
+            t.output(output, events.groupBy(session, "key").count(), output_mode="append")
+
+        return build
+
+
+def _merge_sessions(sessions: Iterable[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    merged: list[tuple[int, int, int]] = []
+    for start, end, count in sorted(sessions):
+        if merged and start <= merged[-1][1]:  # touching sessions merge too
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2] + count)
+        else:
+            merged.append((start, end, count))
+    return merged
+
+
+@dataclass(frozen=True)
+class Deduplicate(Operator):
+    """``withWatermark(ts, delay).dropDuplicates(["key", "value", "ts"])``.
+
+    The first copy of a (key, value, ts) not seen before is emitted at once; state keeps
+    it until the watermark reaches ``ts`` (evicted when ``ts <= watermark``), so a copy
+    arriving later is dropped as a duplicate while the original is in state. A row is
+    late when ``ts`` is at or before the previous batch's watermark (rule 2), whether or
+    not it is a duplicate. Rows: ``{"key", "value", "ts"}``.
+    """
+
+    delay: timedelta | None = timedelta(0)
+    runs_no_data_batches: bool = True
+
+    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
+                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
+        rows, late = [], []
+        for event in events:
+            t = to_ms(event.timestamp)
+            if t <= late_watermark:
+                late.append(event)
+                continue
+            slot = (event.key, event.value, t)
+            if slot in state:
+                continue
+            state[slot] = None
+            rows.append({"key": event.key, "value": event.value, "ts": event.timestamp})
+        for slot in [s for s in state if s[2] <= watermark]:
+            del state[slot]
+        return rows, late
+
+    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
+        def build(t: Any) -> None:
+            events = _events_input(t, input)
+            if self.delay is not None:
+                events = events.withWatermark("ts", _interval(self.delay))
+            t.output(output, events.dropDuplicates(["key", "value", "ts"])
+                     .select("key", "value", "ts"), output_mode="append")
+
+        return build
+
+
+@dataclass(frozen=True)
+class LatestValueTable(Operator):
+    """The latest value per key of a Kafka-shaped changelog (a tombstone, value None,
+    makes it None): ``groupBy(key).agg(max_by(value, offset))`` in update mode, written
+    to a Kafka topic. Each batch emits, for every key it saw, the value of the key's
+    highest offset so far. No watermark, no late rows, no no-data batches. Read as a
+    table with tombstones deleting keys, it is :func:`last_values` of the events.
+    Rows: ``{"key", "value"}``."""
+
+    delay: timedelta | None = None
+    runs_no_data_batches: bool = False
+
+    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
+                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
+        touched: dict[str, None] = {}
+        for event in events:  # arrival order is offset order on one partition
+            state[event.key] = event.value
+            touched[event.key] = None
+        return [{"key": key, "value": state[key]} for key in touched], []
+
+    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
+        def build(t: Any) -> None:
+            from pyspark.sql import functions as F
+
+            changes = t.kafka_input(input)
+            latest = changes.groupBy("key").agg(F.max_by("value", "offset").alias("value"))
+            t.kafka_output(output, latest, topic=output, output_mode="update")
+
+        return build
+
+
+def to_ms_delta(delta: timedelta) -> int:
+    return delta // timedelta(milliseconds=1)
+
+
+def last_values(events: Iterable[Event]) -> dict[str, str]:
+    """The table a changelog describes: the last value per key, keys whose last record
+    is a tombstone removed."""
+    table: dict[str, str] = {}
+    for event in events:
+        if event.value is None:
+            table.pop(event.key, None)
+        else:
+            table[event.key] = event.value
+    return table
+
+
+def global_watermark(
+    candidates: Sequence[int | None], *, policy: Literal["min", "max"] = "min"
+) -> int | None:
+    """Spark's multiple-watermark policy: with several ``withWatermark`` inputs, the
+    global watermark is the minimum (default, ``spark.sql.streaming.multipleWatermarkPolicy
+    = min``) or maximum of the per-input watermarks (each: max event time seen minus its
+    delay). Inputs that have seen no event time yet are ignored. None: none has."""
+    seen = [c for c in candidates if c is not None]
+    if not seen:
+        return None
+    return min(seen) if policy == "min" else max(seen)
+
+
+# --- simulation ----------------------------------------------------------------------------------
+@dataclass
+class _Run:
+    operator: Operator
+    state: dict[Any, Any] = field(default_factory=dict)
+    pending: list[Event] = field(default_factory=list)
+    batches: list[ModelBatch] = field(default_factory=list)
+    next_watermark: int = EPOCH_MS
+    last_watermark: int = EPOCH_MS
+    max_event: int | None = None
+    owed: bool = False
+
+    def run_batch(self, events: list[Event]) -> None:
+        op = self.operator
+        watermark, late_watermark = self.next_watermark, self.last_watermark
+        rows, late = op.process(self.state, events, watermark, late_watermark)
+        for event in events:  # rule 1: every row counts toward max event time, late or not
+            t = to_ms(event.timestamp)
+            self.max_event = t if self.max_event is None else max(self.max_event, t)
+        after = watermark
+        if op.delay is not None and self.max_event is not None:
+            after = max(watermark, self.max_event - to_ms_delta(op.delay))
+        has_watermark = op.delay is not None
+        self.batches.append(ModelBatch(
+            batch_id=len(self.batches),
+            watermark=from_ms(watermark) if has_watermark else None,
+            watermark_after=from_ms(after) if has_watermark else None,
+            events=tuple(events), rows=tuple(rows), late=tuple(late)))
+        self.last_watermark, self.next_watermark = watermark, after
+        self.owed = has_watermark and op.runs_no_data_batches and after > watermark  # rule 3
+
+    def trigger(self, *, restarting: bool = False) -> bool:
+        if self.pending:
+            events, self.pending = self.pending, []
+            self.run_batch(events)
+            return True
+        if self.owed and not restarting:
+            self.run_batch([])
+            return True
+        return False
+
+    def drain(self) -> None:
+        for _ in range(1000):
+            if not self.trigger():
+                return
+        raise AssertionError("the model never became idle")  # pragma: no cover
+
+
+def simulate(schedule: Schedule, operator: Operator) -> list[ModelBatch]:
+    """The batches Spark runs for ``schedule`` through ``operator`` (see the module doc),
+    as the driver runs it with :func:`pyspark_streamtest.testing.strategies.run_schedule`."""
+    run = _Run(operator)
+    for step in schedule.steps:
+        if isinstance(step, Pipe):
+            run.pending.extend(step.events)
+        elif isinstance(step, Tick):
+            run.trigger()
+        elif isinstance(step, Drain):
+            run.drain()
+        elif isinstance(step, Restart):
+            run.owed = False  # rule 4
+            run.trigger(restarting=True)
+        elif isinstance(step, AdvanceWatermark):
+            run.drain()
+            target = to_ms(step.to)
+            if operator.delay is not None and target > run.next_watermark:
+                run.next_watermark = target
+                run.owed = operator.runs_no_data_batches and target > run.last_watermark
+            run.drain()
+        else:  # pragma: no cover
+            raise TypeError(f"unknown step {step!r}")
+    return run.batches
