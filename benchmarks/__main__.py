@@ -186,6 +186,10 @@ def main() -> None:
                         help="largest state size measured (1k, 100k and this)")
     parser.add_argument("--bulk-rows", type=int, default=100_000)
     parser.add_argument("--json", default="benchmarks/results.json")
+    parser.add_argument("--property-examples", type=int, default=100,
+                        help="examples of the property-test figure (the target is for 100)")
+    parser.add_argument("--only", choices=("all", "property"), default="all",
+                        help="'property': only the floor and the property-test figure")
     args = parser.parse_args()
     steps = args.steps
 
@@ -201,6 +205,53 @@ def main() -> None:
               flush=True)
 
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
+    if args.only == "all":
+        measure_steps(spark, args, floor, record)
+    examples, elapsed, batch_counts = property_run(spark, args.property_examples)
+    rows.append({"measure": f"property test: {examples} examples, windowed aggregation, up "
+                 "to 6 data batches each", "seconds": round(elapsed, 1),
+                 "ms_per_example": round(elapsed / examples * 1000, 1),
+                 "ratio": round(elapsed / examples / floor, 2), "of": "trivial job",
+                 "mean_batches": round(sum(batch_counts) / len(batch_counts), 2)})
+    print(f"  property test: {examples} examples in {elapsed:.1f} s "
+          f"({elapsed / examples * 1000:.0f} ms per example = "
+          f"{elapsed / examples / floor:.1f}x trivial job; "
+          f"{sum(batch_counts) / len(batch_counts):.1f} batches per example, "
+          f"{max(batch_counts)} at most)")
+    write_results(args, spark, floor, rows)
+
+
+def property_run(spark: SparkSession, examples: int) -> tuple[int, float, list[int]]:
+    """The issue's property-test target: ``examples`` examples of a windowed aggregation
+    checked against the model, derandomized, one fresh driver per example."""
+    from hypothesis import HealthCheck, given, settings
+
+    from pyspark_streamtest.testing import strategies as sst
+    from pyspark_streamtest.testing.invariants import assert_matches_model
+    from pyspark_streamtest.testing.model import WindowedCount, simulate
+
+    second = timedelta(seconds=1)
+    operator = WindowedCount(size=5 * second, delay=4 * second, mode="append")
+    counts: list[int] = []
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(sst.schedules(sst.events(max_disorder=4 * second, late=0.15, late_by=4 * second,
+                                    max_size=10), max_batches=6))
+    def check(schedule: Any) -> None:
+        with TopologyTestDriver(operator.topology(), spark=spark) as driver:
+            batches = sst.run_schedule(driver, schedule)
+        assert_matches_model(batches, simulate(schedule, operator))
+        counts.append(len(batches))
+
+    started = time.perf_counter()
+    check()
+    return len(counts), time.perf_counter() - started, counts
+
+
+def measure_steps(spark: SparkSession, args: Any, floor: float,
+                  record: Callable[..., None]) -> None:
+    steps = args.steps
     driver_steps: dict[str, float] = {}
     for name, topology, inputs in [
         ("stateless step (10 rows)", stateless, ("events",)),
@@ -280,17 +331,22 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         gc.collect()
         rss_growth, heap_growth = rss_mb() - rss_before, jvm_heap_mb(spark) - heap_before
-    rows.append({"measure": f"{args.long_steps} stateless steps", "seconds": round(elapsed, 1),
-                 "python_rss_growth_mb": round(rss_growth, 1),
-                 "jvm_heap_growth_mb": round(heap_growth, 1)})
+    record(f"{args.long_steps} stateless steps", elapsed / args.long_steps, floor,
+           "trivial job", seconds=round(elapsed, 1),
+           python_rss_growth_mb=round(rss_growth, 1), jvm_heap_growth_mb=round(heap_growth, 1))
     print(f"  {args.long_steps} stateless steps in {elapsed:.0f} s: Python RSS "
           f"{rss_growth:+.1f} MB, JVM heap after GC {heap_growth:+.1f} MB")
 
+
+def write_results(args: Any, spark: SparkSession, floor: float,
+                  rows: list[dict[str, Any]]) -> None:
+    create_df = next((r["ms"] / r["ratio"] / 1000 for r in rows
+                      if r.get("of") == "createDataFrame"), None)
     result = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "pyspark": pyspark.__version__, "platform": platform.platform()},
         "floor_ms": round(floor * 1000, 2),
-        "create_dataframe_floor_ms": round(create_df * 1000, 2),
+        "create_dataframe_floor_ms": None if create_df is None else round(create_df * 1000, 2),
         "rows": rows,
     }
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
