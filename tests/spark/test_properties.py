@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+import pytest
 from hypothesis import example, given, settings
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
@@ -36,6 +37,7 @@ from pyspark_streamtest.testing.model import (
     SessionCount,
     Tick,
     WindowedCount,
+    global_watermark,
     simulate,
 )
 
@@ -176,3 +178,45 @@ def test_a_restart_forgets_the_owed_no_data_batch_until_data_arrives(spark):
     batches, _ = check(spark, operator, kept)
     assert [(b.batch_id, b.is_data_batch, b.output_values) for b in batches] == [
         (0, True, []), (1, False, [window]), (2, True, [])]
+
+
+def two_watermarks(t):
+    """Two inputs with their own delays, unioned: Spark keeps one watermark per input
+    and combines them with the multiple-watermark policy."""
+    schema = "key STRING, value STRING, ts TIMESTAMP"
+    fast = t.input("fast", schema=schema, timestamp_column="ts").withWatermark("ts", "2 seconds")
+    slow = t.input("slow", schema=schema, timestamp_column="ts").withWatermark("ts", "5 seconds")
+    t.output("out", fast.unionByName(slow).dropDuplicates(["key", "value", "ts"]))
+
+
+@pytest.mark.parametrize("policy", ["min", "max"])
+def test_the_multiple_watermark_policy_matches_the_model(spark, policy):
+    """global_watermark against Spark: per input max event time minus its delay, an
+    input without event time yet counting as the epoch, the global value never going
+    back; and the driver reports each batch's watermark after as the next one's."""
+    steps = [("fast", 20), ("slow", 10), ("slow", 30), ("fast", 40), ("slow", 50)]
+    delays = {"fast": 2, "slow": 5}
+    epoch, ms = T0.replace(year=1970), timedelta(milliseconds=1)
+    per_input: dict[str, int] = {}
+    expected, current = [], 0
+    for name, seconds in steps:
+        at = (T0 + (seconds - delays[name]) * S - epoch) // ms
+        per_input[name] = max(per_input.get(name, 0), at)
+        combined = global_watermark([per_input.get("fast"), per_input.get("slow")],
+                                    policy=policy)
+        current = max(current, combined)
+        expected.append(epoch + current * ms)
+    conf = {"spark.sql.streaming.multipleWatermarkPolicy": policy}
+    with TopologyTestDriver(two_watermarks, spark=spark, sql_conf=conf) as driver:
+        after_each_step = []
+        for name, seconds in steps:
+            driver.create_input_topic(name).pipe_input(
+                {"key": "k", "value": name}, timestamp=T0 + seconds * S)
+            driver.advance_wall_clock(S)
+            after_each_step.append(driver.watermark("out"))
+        batches = driver.batches
+    assert after_each_step == expected
+    assert [b.watermark_after for b in batches[:-1]] == [b.watermark for b in batches[1:]]
+    assert expected == ([T0 + 18 * S, T0 + 18 * S, T0 + 25 * S, T0 + 38 * S, T0 + 45 * S]
+                        if policy == "max" else
+                        [epoch, T0 + 5 * S, T0 + 18 * S, T0 + 25 * S, T0 + 38 * S])

@@ -12,16 +12,31 @@ from __future__ import annotations
 from .jvm import JavaObject, Jvm
 from .versions import capabilities
 
+_POLICY_KEY = "spark.sql.streaming.multipleWatermarkPolicy"
+
 
 class ShadowWatermark:
     def __init__(self, jvm: Jvm, stream_execution: JavaObject, start_ms: int) -> None:
         caps = capabilities(jvm)
         factory = jvm.scala_object(caps.watermark_tracker_class)
         conf = jvm.jspark.conf()
-        if caps.watermark_tracker_takes_plan:
-            self._tracker = factory.apply(conf, stream_execution.logicalPlan())
-        else:
-            self._tracker = factory.apply(conf)
+        # The tracker reads the multiple-watermark policy from the conf it is given. The
+        # query took its policy from *its* settings (a driver's sql_conf is set only while
+        # the query starts): copy the policy of the query's own tracker.
+        policy = query_watermark_policy(stream_execution)
+        previous = conf.getOption(_POLICY_KEY)
+        if policy is not None:
+            conf.set(_POLICY_KEY, policy)
+        try:
+            if caps.watermark_tracker_takes_plan:
+                self._tracker = factory.apply(conf, stream_execution.logicalPlan())
+            else:
+                self._tracker = factory.apply(conf)
+        finally:
+            if previous.isDefined():
+                conf.set(_POLICY_KEY, previous.get())
+            else:
+                conf.unset(_POLICY_KEY)
         if start_ms:
             self._tracker.setWatermark(int(start_ms))
         self._execution = stream_execution
@@ -34,6 +49,16 @@ class ShadowWatermark:
     def force(self, ms: int) -> None:
         """Move the shadow forward to ``ms`` (after the query's own was forced there)."""
         self._tracker.setWatermark(int(ms))
+
+
+def query_watermark_policy(stream_execution: JavaObject) -> str | None:
+    """``"min"`` or ``"max"``: the multiple-watermark policy of the query's tracker (the
+    ``policy`` field holds Spark's ``MinWatermark`` or ``MaxWatermark`` object, 3.5-4.3);
+    None if the field is not there."""
+    policy = _private_field(stream_execution.watermarkTracker(), None, "policy")
+    if policy is None:
+        return None
+    return "max" if "Max" in str(policy.getClass().getSimpleName()) else "min"
 
 
 def query_watermark_ms(stream_execution: JavaObject) -> int:
