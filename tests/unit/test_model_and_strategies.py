@@ -44,9 +44,10 @@ def test_window_assignment():
 
 
 def test_multiple_watermark_policy():
-    assert global_watermark([5, None, 9]) == 5
-    assert global_watermark([5, 9], policy="max") == 9
-    assert global_watermark([None, None]) is None
+    assert global_watermark([5, 9]) == 5
+    assert global_watermark([5, None, 9]) == 0  # an input without data counts as the epoch
+    assert global_watermark([5, None, 9], policy="max") == 9
+    assert global_watermark([None, None]) == 0
 
 
 def test_append_windows_wait_for_the_watermark_and_a_no_data_batch_emits_them():

@@ -426,15 +426,18 @@ def last_values(events: Iterable[Event]) -> dict[str, str]:
 
 def global_watermark(
     candidates: Sequence[int | None], *, policy: Literal["min", "max"] = "min"
-) -> int | None:
+) -> int:
     """Spark's multiple-watermark policy: with several ``withWatermark`` inputs, the
     global watermark is the minimum (default, ``spark.sql.streaming.multipleWatermarkPolicy
     = min``) or maximum of the per-input watermarks (each: max event time seen minus its
-    delay). Inputs that have seen no event time yet are ignored. None: none has."""
-    seen = [c for c in candidates if c is not None]
-    if not seen:
-        return None
-    return min(seen) if policy == "min" else max(seen)
+    delay, in ms). An input that has seen no event time yet (None) counts as the epoch
+    (``WatermarkTracker.updateWatermark``: "Populate 0 if we haven't seen any data yet"),
+    so under ``min`` one silent input holds the watermark at the epoch. The caller keeps
+    the result from going back (the tracker only moves forward)."""
+    values = [0 if c is None else c for c in candidates]
+    if not values:
+        return EPOCH_MS
+    return min(values) if policy == "min" else max(values)
 
 
 # --- simulation ----------------------------------------------------------------------------------
