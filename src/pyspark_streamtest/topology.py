@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 
 from ._spark.jvm import Jvm
 from ._spark.memory_stream import JsonMemoryStream
-from ._spark.plan import LateRule, late_rule, plan_facts
+from ._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
 from ._values import StructEncoder
 from .errors import TopologyError, UnsupportedSchemaError
 from .kafka import (
@@ -311,11 +311,21 @@ class Topology:
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
-            late_rule(df, facts)
-            if facts.has_event_time_watermark else "the query has no event-time watermark",
+            _late_rule_for(spec.output_mode, df, facts),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,
         )
+
+
+def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRule | str:
+    if not facts.has_event_time_watermark:
+        return "the query has no event-time watermark"
+    rule = late_rule(df, facts)
+    if output_mode == "complete" and isinstance(rule, LateRule):
+        # Complete mode keeps the whole result, and Spark counts late rows too (checked
+        # against Spark by the property tests): nothing is dropped.
+        return LateRule("none", rule.column)
+    return rule
 
 
 TopologyFunction = Callable[[Topology], None]

@@ -95,6 +95,22 @@ def test_tumbling_windows_update(spark, schedule):
 
 @examples
 @given(schedule=sst.schedules(disordered, max_batches=4))
+@example(schedule=Schedule((  # 00:00:01 is behind the previous batch's watermark 00:06
+    Pipe((Event("a", "x", T0 + 10 * S),)), Tick(), Pipe((Event("b", "x", T0 + 10 * S),)),
+    Tick(), Pipe((Event("c", "x", T0 + 1 * S),)), Tick())))
+def test_tumbling_windows_complete_drop_nothing(spark, schedule):
+    """Complete mode counts rows that append or update mode would drop as late."""
+    operator = WindowedCount(size=5 * S, delay=4 * S, mode="complete")
+    with TopologyTestDriver(operator.topology(), spark=spark) as driver:
+        batches = sst.run_schedule(driver, schedule)
+        assert driver.late_records("out") == []
+    assert_matches_model(batches, simulate(schedule, operator),
+                         context=f"{operator}\nschedule:\n{schedule}")
+    assert all(b.num_rows_dropped_by_watermark == 0 for b in batches)
+
+
+@examples
+@given(schedule=sst.schedules(disordered, max_batches=4))
 def test_sliding_windows_append(spark, schedule):
     check(spark, WindowedCount(size=6 * S, slide=2 * S, delay=3 * S, mode="append"), schedule)
 
