@@ -47,18 +47,24 @@ def assert_values_equal(
     *,
     ignore_order: bool = False,
     title: str = "values",
+    batch_ids: Sequence[int | None] | None = None,
 ) -> None:
     """Assert ``actual == expected`` position by position (after sorting both by their
     JSON text when ``ignore_order``; rows of one micro-batch have no order in Spark).
     Datetimes compare as instants. Raises :class:`OutputMismatchError` with a
-    side-by-side table."""
+    side-by-side table; ``batch_ids`` (one per actual value) adds the micro-batch that
+    emitted each actual value to it."""
     got = [stable_json(v) for v in actual]
     want = [stable_json(v) for v in expected]
     pairs_actual, pairs_expected = list(actual), list(expected)
+    batches = list(batch_ids) if batch_ids is not None else [None] * len(got)
+    if len(batches) != len(got):
+        raise ValueError(f"batch_ids has {len(batches)} entries for {len(got)} values")
     if ignore_order:
         order_a = sorted(range(len(got)), key=got.__getitem__)
         order_e = sorted(range(len(want)), key=want.__getitem__)
         got, pairs_actual = [got[i] for i in order_a], [pairs_actual[i] for i in order_a]
+        batches = [batches[i] for i in order_a]
         want, pairs_expected = [want[i] for i in order_e], [pairs_expected[i] for i in order_e]
     if got == want:
         return
@@ -69,6 +75,8 @@ def assert_values_equal(
         left = want[index] if index < len(want) else "-"
         right = got[index] if index < len(got) else "-"
         same = left == right
+        if index < len(got) and batch_ids is not None:
+            right = f"(batch {batches[index]}) {right}"
         differing += not same
         note = ""
         if not same and index < len(want) and index < len(got):

@@ -603,8 +603,10 @@ class _Runner:
                 [[k, _instants(v)] for k, v in args["key_values"]],
                 ignore_order=ignore_order, title=title)
         else:
-            assert_values_equal(handle.read_values_to_list(), _instants(args["values"]),
-                                ignore_order=ignore_order, title=title)
+            records = handle.read_records_to_list()
+            assert_values_equal([r.value for r in records], _instants(args["values"]),
+                                ignore_order=ignore_order, title=title,
+                                batch_ids=[r.batch_id for r in records])
 
 
 _INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)")

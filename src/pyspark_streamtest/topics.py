@@ -478,10 +478,13 @@ class TestOutputTopic:
     def assert_values(self, expected: Sequence[Any], *, ignore_order: bool = False) -> None:
         """Read every unread value and assert it equals ``expected`` (in order, or as a
         multiset with ``ignore_order``); on a mismatch the error shows expected and actual
-        side by side, with the differing fields (see :mod:`pyspark_streamtest.assertions`).
+        side by side, each actual value with the micro-batch that emitted it, and the
+        differing fields (see :mod:`pyspark_streamtest.assertions`).
         """
-        assert_values_equal(self.read_values_to_list(), expected, ignore_order=ignore_order,
-                            title=f"{self._kind()} {self._name!r}")
+        records = self.read_records_to_list()
+        assert_values_equal([r.value for r in records], expected, ignore_order=ignore_order,
+                            title=f"{self._kind()} {self._name!r}",
+                            batch_ids=[r.batch_id for r in records])
 
     def read_key_value(self) -> KeyValue:
         """Kafka topics: remove the oldest unread record; return ``KeyValue(key, value)``."""

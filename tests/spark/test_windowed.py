@@ -100,3 +100,4 @@ def test_assert_values_reads_the_topic_and_shows_the_difference(topology_driver)
     assert str(caught.value).splitlines()[0] == (
         "output 'counts': 1 values expected, 1 read; 1 differ")
     assert "count: 2 != 1" in str(caught.value)
+    assert "(batch 3) " in str(caught.value)  # which micro-batch emitted the actual row

@@ -39,3 +39,14 @@ def test_missing_and_unexpected_fields_and_order():
         assert_values_equal([{"who": "a"}], [{"user": "a"}])
     with pytest.raises(OutputMismatchError, match=r"2 values expected, 2 read; 2 differ\n"):
         assert_values_equal([1, 2], [2, 1])
+
+
+def test_actual_values_name_the_batch_that_emitted_them():
+    with pytest.raises(OutputMismatchError) as caught:
+        assert_values_equal([{"n": 2}, {"n": 1}], [{"n": 1}, {"n": 3}], ignore_order=True,
+                            batch_ids=[4, 7])
+    lines = str(caught.value).splitlines()
+    assert lines[2] == '      0  {"n":1}   (batch 7) {"n":1}'
+    assert lines[3] == '  *   1  {"n":3}   (batch 4) {"n":2}    n: 3 != 2'
+    with pytest.raises(ValueError, match="batch_ids has 1 entries for 2 values"):
+        assert_values_equal([1, 2], [1, 2], batch_ids=[0])
