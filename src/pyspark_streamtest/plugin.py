@@ -22,7 +22,7 @@ Fixtures:
     The canned event streams of :mod:`pyspark_streamtest.canned` (records, reference
     pipeline, expected results); ``stream.replay(driver)`` pipes them second by second.
 
-Marker:
+Markers:
 
 ``@pytest.mark.streamtest_determinism(runs=3)``
     Run the test body ``runs`` times (fresh drivers each time, through
@@ -34,6 +34,19 @@ Marker:
     Skip the test, with a reason naming the PySpark line that adds the feature, when the
     ``spark`` session lacks any of the listed :class:`~pyspark_streamtest.Feature` values
     (or their string values). Only marked tests touch the session for this check.
+
+Scenario files:
+
+``*.streamtest.yaml`` / ``.yml`` / ``.json`` files are collected as tests, one per file,
+run on the shared session (see :mod:`pyspark_streamtest.scenario`); a file that does not
+validate is a failing test naming its file, line and field.
+
+Failure reports:
+
+A failing test that made drivers (or a failing scenario) gets a "streamtest timeline"
+section per driver. ``--streamtest-timeline-dir DIR`` also writes each timeline as an
+SVG picture (:mod:`pyspark_streamtest.picture`) to DIR and records its path as the
+test's ``streamtest_timeline`` property, which ``--junitxml`` reports carry.
 
 Importing this module does not import PySpark or start Spark.
 """
