@@ -332,7 +332,7 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
         gc.collect()
         rss_growth, heap_growth = rss_mb() - rss_before, jvm_heap_mb(spark) - heap_before
     record(f"{args.long_steps} stateless steps", elapsed / args.long_steps, floor,
-           "trivial job", seconds=round(elapsed, 1),
+           "trivial job", total_seconds=round(elapsed, 1),
            python_rss_growth_mb=round(rss_growth, 1), jvm_heap_growth_mb=round(heap_growth, 1))
     print(f"  {args.long_steps} stateless steps in {elapsed:.0f} s: Python RSS "
           f"{rss_growth:+.1f} MB, JVM heap after GC {heap_growth:+.1f} MB")
