@@ -161,12 +161,18 @@ class PublicApiPipeline:
         shutil.rmtree(self.checkpoint, ignore_errors=True)
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as status:
+def rss_mb(pid: int | None = None) -> float:
+    """Resident set size of a process (this one by default) in MB."""
+    with open(f"/proc/{pid or 'self'}/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def jvm_pid(spark: SparkSession) -> int:
+    """The JVM's process id (PySpark's launcher ``exec``s java, so it is the gateway's)."""
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
 
 
 def jvm_heap_mb(spark: SparkSession) -> float:
@@ -188,8 +194,8 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
-    parser.add_argument("--only", choices=("all", "property"), default="all",
-                        help="'property': only the floor and the property-test figure")
+    parser.add_argument("--only", choices=("all", "property", "memory"), default="all",
+                        help="'property' or 'memory': only the floor and that figure")
     args = parser.parse_args()
     steps = args.steps
 
@@ -207,6 +213,15 @@ def main() -> None:
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
     if args.only == "all":
         measure_steps(spark, args, floor, record)
+    if args.only in ("all", "memory"):
+        measure_memory(spark, args, floor, record)
+    if args.only in ("all", "property"):
+        measure_property(spark, args, floor, rows)
+    write_results(args, spark, floor, rows)
+
+
+def measure_property(spark: SparkSession, args: Any, floor: float,
+                     rows: list[dict[str, Any]]) -> None:
     examples, elapsed, batch_counts = property_run(spark, args.property_examples)
     rows.append({"measure": f"property test: {examples} examples, windowed aggregation, up "
                  "to 6 data batches each", "seconds": round(elapsed, 1),
@@ -218,7 +233,6 @@ def main() -> None:
           f"{elapsed / examples / floor:.1f}x trivial job; "
           f"{sum(batch_counts) / len(batch_counts):.1f} batches per example, "
           f"{max(batch_counts)} at most)")
-    write_results(args, spark, floor, rows)
 
 
 def property_run(spark: SparkSession, examples: int) -> tuple[int, float, list[int]]:
@@ -318,24 +332,42 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
         record(f"step with {size} keys in state", by_size[size], by_size[sizes[0]],
                f"{sizes[0]}-key step")
 
-    # Memory over many steps.
+
+
+def measure_memory(spark: SparkSession, args: Any, floor: float,
+                   record: Callable[..., None]) -> None:
+    """Python RSS, the JVM process's RSS and JVM heap (after a GC) before, during (ten
+    samples) and after ``--long-steps`` stateless steps on one driver."""
+    samples: list[dict[str, float]] = []
+
+    def sample(done: int) -> None:
+        gc.collect()
+        samples.append({"steps": done, "python_rss_mb": round(rss_mb(), 1),
+                        "jvm_rss_mb": round(rss_mb(jvm_pid(spark)), 1),
+                        "jvm_heap_mb": round(jvm_heap_mb(spark), 1)})
+
     with TopologyTestDriver(stateless, spark=spark) as driver:
         step = driver_step(driver, Clock())
         for _ in range(20):
             step()
-        gc.collect()
-        rss_before, heap_before = rss_mb(), jvm_heap_mb(spark)
+        sample(0)
+        every = max(1, args.long_steps // 10)
         started = time.perf_counter()
-        for _ in range(args.long_steps):
+        for done in range(1, args.long_steps + 1):
             step()
+            if done % every == 0 or done == args.long_steps:
+                sample(done)
         elapsed = time.perf_counter() - started
-        gc.collect()
-        rss_growth, heap_growth = rss_mb() - rss_before, jvm_heap_mb(spark) - heap_before
+    first, last = samples[0], samples[-1]
+    growth = {key: round(last[key] - first[key], 1)
+              for key in ("python_rss_mb", "jvm_rss_mb", "jvm_heap_mb")}
     record(f"{args.long_steps} stateless steps", elapsed / args.long_steps, floor,
            "trivial job", total_seconds=round(elapsed, 1),
-           python_rss_growth_mb=round(rss_growth, 1), jvm_heap_growth_mb=round(heap_growth, 1))
+           **{f"{key[:-3]}_growth_mb": value for key, value in growth.items()},
+           samples=samples)
     print(f"  {args.long_steps} stateless steps in {elapsed:.0f} s: Python RSS "
-          f"{rss_growth:+.1f} MB, JVM heap after GC {heap_growth:+.1f} MB")
+          f"{growth['python_rss_mb']:+.1f} MB, JVM process RSS {growth['jvm_rss_mb']:+.1f} MB, "
+          f"JVM heap after GC {growth['jvm_heap_mb']:+.1f} MB")
 
 
 def write_results(args: Any, spark: SparkSession, floor: float,

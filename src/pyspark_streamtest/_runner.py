@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from ._broker import Broker, kafka_output_records
 from ._late import late_records
 from ._spark import clock as _clock
+from ._spark.checkpoint import local_checkpoint_conf
 from ._spark.jvm import Jvm, java_error_text
 from ._spark.plan import LateRule
 from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
@@ -36,7 +37,8 @@ class QueryRunner:
     ) -> None:
         self._broker = broker or Broker()
         self.name = built.spec.name
-        self._sql_conf = dict(sql_conf or {})
+        # The driver's checkpoint settings first, so the user's sql_conf can override them.
+        self._sql_conf = {**local_checkpoint_conf(jvm), **(sql_conf or {})}
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._time_columns = dict(built.time_columns)

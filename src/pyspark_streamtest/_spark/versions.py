@@ -24,6 +24,11 @@ _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.MemoryStream",  # 3.5, 4.0
 )
+_FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES = (
+    # 4.1 and later
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",  # 3.5, 4.0
+)
 _STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 _WATERMARK_TRACKER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
@@ -45,6 +50,8 @@ class Capabilities:
     watermark_tracker_class: str
     watermark_tracker_takes_plan: bool
     """``WatermarkTracker.apply(conf, logicalPlan)`` (4.x) rather than ``apply(conf)``."""
+    file_system_checkpoint_manager_class: str
+    """``FileSystemBasedCheckpointFileManager`` (moved to a ``checkpointing`` package in 4.1)."""
     state_data_source: bool
     """Spark's state data source (``format("statestore")``, ``"state-metadata"``): 4.0+."""
     transform_with_state_in_pandas: bool
@@ -112,6 +119,9 @@ def _detect(jvm: Jvm) -> Capabilities:
         start_query_has_sink_name=len(start_query[0]) == 13,
         watermark_tracker_class=tracker,
         watermark_tracker_takes_plan=any(len(p) == 2 for p in tracker_applies),
+        file_system_checkpoint_manager_class=_first_existing(
+            jvm, _FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES, "FileSystemBasedCheckpointFileManager"
+        ),
         state_data_source=jvm.class_exists(_STATE_DATA_SOURCE_CLASS),
         transform_with_state_in_pandas=hasattr(GroupedData, "transformWithStateInPandas"),
         transform_with_state=hasattr(GroupedData, "transformWithState"),
