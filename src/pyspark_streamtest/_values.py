@@ -2,7 +2,7 @@
 
 In: each piped value (dict, Row or tuple) is checked field by field and turned into
 one JSON object whose text Spark's ``from_json`` parses back to exactly the same
-values (timestamps as UTC ISO strings with microseconds, binary as base64, decimals
+values (timestamps as UTC ISO 8601 strings, binary as base64, decimals
 as strings). Out: collected Rows become plain dicts, timestamps aware in UTC.
 Converters are compiled once per schema; the per-value path does no schema lookups.
 """
@@ -95,14 +95,18 @@ def _date(value: Any, path: str) -> Any:
 
 
 def _timestamp(value: Any, path: str) -> Any:
+    # ISO 8601 with a +00:00 offset (fraction only when non-zero), which from_json reads
+    # exactly; isoformat() is C code and the common UTC case skips astimezone().
     if not isinstance(value, _dt.datetime):
         raise _fail(path, "TIMESTAMP (a timezone-aware datetime)", value)
+    if value.tzinfo is _UTC:
+        return value.isoformat()
     if value.tzinfo is None or value.utcoffset() is None:
         raise NaiveDatetimeError(
             f"field {path!r} is a naive datetime ({value.isoformat()}); TIMESTAMP values must "
             "be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)"
         )
-    return value.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.astimezone(_UTC).isoformat()
 
 
 def _timestamp_ntz(value: Any, path: str) -> Any:

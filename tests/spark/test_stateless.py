@@ -87,3 +87,44 @@ def test_two_outputs_read_one_input(topology_driver):
         ("doubled", 0, 3), ("totals", 0, 3), ("doubled", 1, 1), ("totals", 1, 1),
     ]
     assert driver.output_names == ("doubled", "totals")
+
+
+def every_type(t: Topology) -> None:
+    t.output("out", t.input("values", schema=(
+        "ts TIMESTAMP, ntz TIMESTAMP_NTZ, day DATE, d DECIMAL(7,2), bin BINARY, f DOUBLE, "
+        "arr ARRAY<TIMESTAMP>, st STRUCT<at: TIMESTAMP, n: BIGINT>, m MAP<STRING, DOUBLE>")))
+
+
+def test_values_reach_the_query_exactly(topology_driver):
+    """What enters through the JSON path is what comes out: microseconds, offsets
+    (normalised to UTC), whole seconds, the epoch, and nested timestamps."""
+    from datetime import date, datetime, timezone
+    from decimal import Decimal
+
+    plus_two = timezone(timedelta(hours=5, minutes=30))
+    values = [
+        {"ts": datetime(2024, 1, 1, 2, 0, 0, 123456, tzinfo=plus_two),
+         "ntz": datetime(2024, 1, 1, 5, 0, 0, 7), "day": date(2024, 2, 29),
+         "d": Decimal("-12345.67"), "bin": b"\x00\xff", "f": float("inf"),
+         "arr": [datetime(1970, 1, 1, tzinfo=timezone.utc), None],
+         "st": {"at": datetime(2024, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc), "n": 2**40},
+         "m": {"x": float("nan")}},
+        {"ts": datetime(2024, 6, 30, 23, 59, 59, tzinfo=timezone.utc)},
+    ]
+    driver = topology_driver(every_type)
+    driver.create_input_topic("values").pipe_value_list(values)
+    driver.process_all_available()
+    out = sorted(driver.create_output_topic("out").read_values_to_list(),
+                 key=lambda v: v["ts"])
+    first, second = out
+    assert first["ts"] == datetime(2023, 12, 31, 20, 30, 0, 123456, tzinfo=timezone.utc)
+    assert first["ntz"] == datetime(2024, 1, 1, 5, 0, 0, 7)
+    assert (first["day"], first["d"], first["bin"], first["f"]) == (
+        date(2024, 2, 29), Decimal("-12345.67"), b"\x00\xff", float("inf"))
+    assert first["arr"] == [datetime(1970, 1, 1, tzinfo=timezone.utc), None]
+    assert first["st"] == {"at": datetime(2024, 1, 1, 0, 0, 0, 1, tzinfo=timezone.utc),
+                           "n": 2**40}
+    assert list(first["m"]) == ["x"] and first["m"]["x"] != first["m"]["x"]  # NaN
+    assert second == {"ts": datetime(2024, 6, 30, 23, 59, 59, tzinfo=timezone.utc),
+                      "ntz": None, "day": None, "d": None, "bin": None, "f": None,
+                      "arr": None, "st": None, "m": None}
