@@ -22,6 +22,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ._files import safe_file_name
+
 __all__ = ["main"]
 
 
@@ -73,11 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _check_determinism(args)
 
 
-def _safe_name(path: str) -> str:
-    base = os.path.basename(path)
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in base)
-
-
 def _run(args: Any) -> int:
     from .picture import write_timeline_picture
     from .report import format_timeline
@@ -111,8 +108,9 @@ def _run(args: Any) -> int:
         print(_indent(result.message))
         print(_indent("batch timeline:\n" + format_timeline(result.batches)))
         if args.timeline_dir:
+            name = safe_file_name(os.path.basename(path)) + ".svg"
             picture = write_timeline_picture(
-                result.batches, os.path.join(args.timeline_dir, _safe_name(path) + ".svg"),
+                result.batches, os.path.join(args.timeline_dir, name),
                 title=f"{result.scenario.name} (failed)")
             properties[path] = {"streamtest_timeline": picture}
             print(f"  timeline picture: {picture}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 from collections import deque
@@ -15,6 +14,7 @@ from types import TracebackType
 from pyspark.sql import SparkSession
 
 from ._broker import Broker
+from ._files import safe_file_name
 from ._runner import QueryRunner
 from ._spark.jvm import Jvm
 from ._spark.plan import LateRule
@@ -146,7 +146,8 @@ class TopologyTestDriver:
                 prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
             )
             for index, output in enumerate(built):
-                folder = os.path.join(self._checkpoints, f"{index}-{_safe(output.spec.name)}")
+                name = safe_file_name(output.spec.name)
+                folder = os.path.join(self._checkpoints, f"{index}-{name}")
                 runner = QueryRunner(
                     jvm, output, folder, self._interval_ms, timeout_ms / 1000, sql_conf,
                     self._broker,
@@ -891,10 +892,6 @@ def _at(values: Sequence[int], index: int) -> str:
 def _names(names: Iterable[str]) -> str:
     listed = sorted(names)
     return ", ".join(repr(n) for n in listed) if listed else "(none)"
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def _checkpoint_root(root: str | os.PathLike[str] | None) -> str | None:

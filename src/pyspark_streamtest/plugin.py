@@ -62,6 +62,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._files import safe_file_name
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -272,17 +274,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if folder:
                 from .picture import write_timeline_picture
 
-                name = _file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
+                name = safe_file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
                 path = write_timeline_picture(batches, os.path.join(folder, name + ".svg"),
                                               title=item.nodeid + suffix)
                 # junitxml writes the properties of the teardown report, made from the item
                 item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
                 report.sections.append(("streamtest timeline picture" + suffix, path))
     return report
-
-
-def _file_name(nodeid: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid).strip("_")[:150]
 
 
 # --- scenario files ---------------------------------------------------------------------------

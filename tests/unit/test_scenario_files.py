@@ -98,3 +98,11 @@ def test_durations(text, expected):
 def test_bad_durations_say_how_to_write_one(text):
     with pytest.raises(ValueError, match=r"is not a duration; write e\.g\. 500ms"):
         parse_duration(text)
+
+
+def test_safe_file_name_keeps_only_portable_characters():
+    from pyspark_streamtest._files import safe_file_name
+
+    assert safe_file_name("tests/a_test.py::test_x[ü 1]") == "tests_a_test.py__test_x___1"
+    assert safe_file_name("__") == "_"
+    assert len(safe_file_name("x" * 400)) == 150
