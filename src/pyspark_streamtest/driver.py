@@ -114,6 +114,14 @@ class TopologyTestDriver:
 
         Settings Spark records in the checkpoint (the state store provider, shuffle
         partitions) keep their first values across :meth:`restart`, as in production.
+
+        The queries write their checkpoints through Spark's
+        ``FileSystemBasedCheckpointFileManager``
+        (``spark.sql.streaming.checkpointFileManagerClass``; a ``sql_conf`` entry
+        overrides it). Locally it starts no process per file, where Spark's default
+        ``FileContext`` manager, without Hadoop's native library, starts a ``chmod`` or
+        ``readlink`` process for most checkpoint files (20 per stateless batch). The
+        files and the write-then-rename protocol are the same.
         """
         if not callable(topology):
             raise TypeError(

@@ -40,3 +40,49 @@ def test_close_while_records_are_pending(spark, tmp_path):
     assert spark.streams.active == []
     assert list(tmp_path.iterdir()) == []
     assert _threads_in_clock_callbacks() == []
+
+
+def _checkpoint_manager(driver: TopologyTestDriver) -> str:
+    """The class of the CheckpointFileManager the (only) query's offset log writes with."""
+    from pyspark_streamtest._spark.query import stream_execution
+
+    (runner,) = driver._runners
+    log = stream_execution(runner._jquery).offsetLog()
+    return str(log.fileManager().getClass().getSimpleName())
+
+
+def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(spark):
+    """The driver's queries write checkpoints with Spark's FileSystem-based manager (no
+    chmod/readlink process per file), and the session keeps its own setting; a driver's
+    sql_conf overrides the choice. Restart and state still work with it."""
+    from pyspark_streamtest._spark.checkpoint import CHECKPOINT_MANAGER_KEY
+
+    session_value = spark.conf.get(CHECKPOINT_MANAGER_KEY, None)
+    with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
+        assert _checkpoint_manager(driver) == "FileSystemBasedCheckpointFileManager"
+        assert spark.conf.get(CHECKPOINT_MANAGER_KEY, None) == session_value
+        clicks = driver.create_input_topic("clicks")
+        clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
+        driver.process_all_available()
+        driver.restart()
+        clicks.pipe_input({"user": "a", "url": "/x"}, timestamp=at(2))
+        clicks.pipe_input({"user": "b", "url": "/"}, timestamp=at(30))  # closes [0s, 10s)
+        driver.process_all_available()
+        counts = driver.create_output_topic("counts").read_values_to_list()
+        assert [(v["user"], v["count"]) for v in counts] == [("a", 2)]
+    manager = "FileContextBasedCheckpointFileManager"
+    classes = {"org.apache.spark.sql.execution.streaming.checkpointing." + manager,
+               "org.apache.spark.sql.execution.streaming." + manager}
+    jvm = spark.sparkContext._jvm
+    existing = next(name for name in classes if _class_exists(jvm, name))
+    with TopologyTestDriver(clicks_per_user, spark=spark,
+                            sql_conf={CHECKPOINT_MANAGER_KEY: existing}) as driver:
+        assert _checkpoint_manager(driver) == manager
+
+
+def _class_exists(jvm, name: str) -> bool:
+    try:
+        jvm.java.lang.Class.forName(name)
+    except Exception:
+        return False
+    return True
