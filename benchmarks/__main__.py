@@ -1,6 +1,8 @@
 """The driver's costs as ratios to Spark's floor, all measured in one process and run.
 
-    python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--json FILE]
+    python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
+                         [--property-examples N] [--only all|state|memory|property]
+                         [--json FILE]
 
 Floors, measured first on the same warm session:
 
@@ -194,8 +196,8 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
-    parser.add_argument("--only", choices=("all", "property", "memory"), default="all",
-                        help="'property' or 'memory': only the floor and that figure")
+    parser.add_argument("--only", choices=("all", "property", "memory", "state"),
+                        default="all", help="only the floor and that part")
     args = parser.parse_args()
     steps = args.steps
 
@@ -207,12 +209,14 @@ def main() -> None:
     def record(name: str, seconds: float, base: float, base_name: str, **extra: Any) -> None:
         rows.append({"measure": name, "ms": round(seconds * 1000, 2), "ratio": round(
             seconds / base, 2), "of": base_name, **extra})
-        print(f"  {name:<58} {seconds * 1000:>9.1f} ms {seconds / base:>7.2f}x {base_name}",
+        print(f"  {name:<66} {seconds * 1000:>9.1f} ms {seconds / base:>7.2f}x {base_name}",
               flush=True)
 
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
     if args.only == "all":
         measure_steps(spark, args, floor, record)
+    if args.only in ("all", "state"):
+        measure_state(spark, args, floor, record)
     if args.only in ("all", "memory"):
         measure_memory(spark, args, floor, record)
     if args.only in ("all", "property"):
@@ -315,23 +319,38 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
         record(f"bulk pipe of {args.bulk_rows} rows + the batch", timed(bulk_pipe, 3, warmup=1),
                create_df, "createDataFrame")
 
-    # Step latency with many keys in state.
-    sizes = sorted({1000, 100_000, args.max_keys})
-    by_size: dict[int, float] = {}
-    for size in sizes:
-        with TopologyTestDriver(key_counts, spark=spark) as driver:
-            topic = driver.create_input_topic("events")
-            for start in range(0, size, 200_000):
-                end = min(size, start + 200_000)
-                topic.pipe_value_list([(f"key{i}", i, T0) for i in range(start, end)])
-                driver.process_all_available()
-            counter = iter(range(10**9))
-            by_size[size] = timed(lambda t=topic, c=counter, d=driver, n=size: (
-                t.pipe_value_list([(f"key{next(c) % n}", 1, T0) for _ in range(10)]),
-                d.process_all_available()), steps)
-        record(f"step with {size} keys in state", by_size[size], by_size[sizes[0]],
-               f"{sizes[0]}-key step")
 
+def measure_state(spark: SparkSession, args: Any, floor: float,
+                  record: Callable[..., None]) -> None:
+    """Step latency with many keys in state, with Spark's default state store (HDFS-backed:
+    it copies its whole map every batch) and with RocksDB plus changelog checkpointing."""
+    steps = args.steps
+    rocksdb = {"spark.sql.streaming.stateStore.providerClass":
+               "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+               "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
+    for store, conf, sizes in [
+        ("", {}, sorted({1000, min(100_000, args.max_keys), args.max_keys})),
+        (" (RocksDB, changelog checkpointing)", rocksdb, sorted({1000, args.max_keys})),
+    ]:
+        by_size: dict[int, float] = {}
+        for size in sizes:
+            by_size[size] = keyed_step(spark, size, steps, conf)
+            record(f"step with {size} keys in state{store}", by_size[size], by_size[sizes[0]],
+                   f"{sizes[0]}-key step{store}")
+
+
+def keyed_step(spark: SparkSession, size: int, steps: int, conf: dict[str, str]) -> float:
+    """Median step (10 updates) of a per-key count holding ``size`` keys in state."""
+    with TopologyTestDriver(key_counts, spark=spark, sql_conf=conf) as driver:
+        topic = driver.create_input_topic("events")
+        for start in range(0, size, 200_000):
+            end = min(size, start + 200_000)
+            topic.pipe_value_list([(f"key{i}", i, T0) for i in range(start, end)])
+            driver.process_all_available()
+        counter = iter(range(10**9))
+        return timed(lambda: (
+            topic.pipe_value_list([(f"key{next(counter) % size}", 1, T0) for _ in range(10)]),
+            driver.process_all_available()), steps)
 
 
 def measure_memory(spark: SparkSession, args: Any, floor: float,
