@@ -6,6 +6,7 @@ watermark) into immutable :class:`BatchRecord` values.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -28,6 +29,8 @@ from .errors import StepTimeoutError, StreamingQueryFailedError, TopologyError
 from .records import BatchRecord, LateRecord, TestRecord
 from .topology import _BuiltOutput
 
+_QUERY_SERIALS = itertools.count(1)
+
 
 class QueryRunner:
     def __init__(
@@ -37,6 +40,9 @@ class QueryRunner:
     ) -> None:
         self._broker = broker or Broker()
         self.name = built.spec.name
+        # Spark refuses two active queries with one name in a session, and two drivers of
+        # one topology may be open at once: number them (the name survives restarts).
+        self._query_name = f"streamtest-{self.name}-{next(_QUERY_SERIALS)}"
         # The driver's checkpoint settings first, so the user's sql_conf can override them.
         self._sql_conf = {**local_checkpoint_conf(jvm), **(sql_conf or {})}
         self.built = built
@@ -92,7 +98,7 @@ class QueryRunner:
         return start_query(
             self._jvm,
             self.built.dataframe,
-            name=f"streamtest-{self.name}",
+            name=self._query_name,
             checkpoint=self.checkpoint,
             output_mode=self.built.spec.output_mode,
             trigger_interval_ms=self._interval_ms,

@@ -86,3 +86,20 @@ def _class_exists(jvm, name: str) -> bool:
     except Exception:
         return False
     return True
+
+
+def test_two_drivers_of_one_topology_run_side_by_side(spark):
+    """Spark refuses two active queries with the same name in one session; the driver
+    names its queries uniquely, so two drivers of one topology can be open together."""
+    with TopologyTestDriver(clicks_per_user, spark=spark) as first, \
+            TopologyTestDriver(clicks_per_user, spark=spark) as second:
+        for driver, user in ((first, "a"), (second, "b")):
+            clicks = driver.create_input_topic("clicks")
+            clicks.pipe_input({"user": user, "url": "/"}, timestamp=at(1))
+            clicks.pipe_input({"user": user, "url": "/"}, timestamp=at(30))
+            driver.process_all_available()
+        first.restart()
+        assert [v["user"] for v in first.create_output_topic("counts").read_values_to_list()] \
+            == ["a"]
+        assert [v["user"] for v in second.create_output_topic("counts").read_values_to_list()] \
+            == ["b"]
