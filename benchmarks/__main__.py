@@ -219,7 +219,7 @@ def main() -> None:
     if args.only == "all":
         measure_steps(spark, args, floor, record)
     if args.only in ("all", "state"):
-        measure_state(spark, args, floor, record)
+        measure_state(spark, args, record)
     if args.only in ("all", "memory"):
         measure_memory(spark, args, floor, record)
     if args.only in ("all", "property"):
@@ -339,8 +339,7 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
                create_df, "createDataFrame")
 
 
-def measure_state(spark: SparkSession, args: Any, floor: float,
-                  record: Callable[..., None]) -> None:
+def measure_state(spark: SparkSession, args: Any, record: Callable[..., None]) -> None:
     """Step latency with many keys in state, with Spark's default state store (HDFS-backed:
     it copies its whole map every batch) and with RocksDB plus changelog checkpointing."""
     steps = args.steps

@@ -56,6 +56,7 @@ def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(
     chmod/readlink process per file), and the session keeps its own setting; a driver's
     sql_conf overrides the choice. Restart and state still work with it."""
     from pyspark_streamtest._spark.checkpoint import CHECKPOINT_MANAGER_KEY
+    from pyspark_streamtest._spark.jvm import Jvm
 
     session_value = spark.conf.get(CHECKPOINT_MANAGER_KEY, None)
     with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
@@ -73,19 +74,11 @@ def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(
     manager = "FileContextBasedCheckpointFileManager"
     classes = {"org.apache.spark.sql.execution.streaming.checkpointing." + manager,
                "org.apache.spark.sql.execution.streaming." + manager}
-    jvm = spark.sparkContext._jvm
-    existing = next(name for name in classes if _class_exists(jvm, name))
+    jvm = Jvm(spark)
+    existing = next(name for name in classes if jvm.class_exists(name))
     with TopologyTestDriver(clicks_per_user, spark=spark,
                             sql_conf={CHECKPOINT_MANAGER_KEY: existing}) as driver:
         assert _checkpoint_manager(driver) == manager
-
-
-def _class_exists(jvm, name: str) -> bool:
-    try:
-        jvm.java.lang.Class.forName(name)
-    except Exception:
-        return False
-    return True
 
 
 def test_two_drivers_of_one_topology_run_side_by_side(spark):

@@ -101,9 +101,9 @@ def test_values_reach_the_query_exactly(topology_driver):
     from datetime import date, datetime, timezone
     from decimal import Decimal
 
-    plus_two = timezone(timedelta(hours=5, minutes=30))
+    plus_five_thirty = timezone(timedelta(hours=5, minutes=30))
     values = [
-        {"ts": datetime(2024, 1, 1, 2, 0, 0, 123456, tzinfo=plus_two),
+        {"ts": datetime(2024, 1, 1, 2, 0, 0, 123456, tzinfo=plus_five_thirty),
          "ntz": datetime(2024, 1, 1, 5, 0, 0, 7), "day": date(2024, 2, 29),
          "d": Decimal("-12345.67"), "bin": b"\x00\xff", "f": float("inf"),
          "arr": [datetime(1970, 1, 1, tzinfo=timezone.utc), None],
