@@ -4,9 +4,15 @@ Pipe records with chosen event times into real streaming queries, move processin
 time, and read exactly what each micro-batch emitted, in-process and without sleeps.
 """
 
-from .assertions import OutputMismatchError, assert_values_equal
-from .clock import DEFAULT_START_TIME
-from .driver import TopologyTestDriver
+from .core.equality import OutputMismatchError, assert_values_equal
+from .core.features import Feature, UnsupportedFeatureError, require_feature, supported_features
+from .core.records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
+from .core.session import test_spark_session
+from .core.time import DEFAULT_START_TIME
+from .driver.driver import TopologyTestDriver
+from .driver.input_topic import TestInputTopic
+from .driver.output_topic import TestOutputTopic
+from .driver.topology import Topology
 from .errors import (
     DriverClosedError,
     NaiveDatetimeError,
@@ -24,15 +30,10 @@ from .errors import (
     UnsupportedSchemaError,
     UnsupportedSparkVersionError,
 )
-from .features import Feature, UnsupportedFeatureError, require_feature, supported_features
-from .golden import GoldenMismatchError, assert_matches_golden
-from .picture import timeline_svg, write_timeline_picture
-from .records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
-from .report import format_timeline
-from .scenario import ScenarioError, load_scenario, run_scenario
-from .session import test_spark_session
-from .topics import TestInputTopic, TestOutputTopic
-from .topology import Topology
+from .gates.scenario import ScenarioError, load_scenario, run_scenario
+from .reporting.golden import GoldenMismatchError, assert_matches_golden
+from .reporting.picture import timeline_svg, write_timeline_picture
+from .reporting.timeline import format_timeline
 
 __version__ = "0.1.0"
 

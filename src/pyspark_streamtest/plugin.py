@@ -62,13 +62,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._files import safe_file_name
+from .core._files import safe_file_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from .driver import TopologyTestDriver
-    from .topology import TopologyFunction
+    from .driver.driver import TopologyTestDriver
+    from .driver.topology import TopologyFunction
 
 DriverFactory = Callable[..., "TopologyTestDriver"]
 _DRIVERS = pytest.StashKey[list["TopologyTestDriver"]]()
@@ -129,7 +129,7 @@ def _streamtest_requires(request: pytest.FixtureRequest) -> None:
     markers = list(request.node.iter_markers("streamtest_requires"))
     if not markers:
         return
-    from .features import UnsupportedFeatureError, as_feature, require_feature
+    from .core.features import UnsupportedFeatureError, as_feature, require_feature
 
     wanted = [as_feature(f) for marker in markers for f in marker.args]
     if not wanted:
@@ -192,7 +192,7 @@ def _shared_session(config: pytest.Config) -> SparkSession:
     if _SESSION not in config.stash:
         from pyspark.sql import SparkSession
 
-        from .session import test_spark_session
+        from .core.session import test_spark_session
 
         existed = SparkSession.getActiveSession() is not None
         session = test_spark_session(
@@ -217,7 +217,7 @@ def topology_driver(
 ) -> Iterator[DriverFactory]:
     """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test.
     When the test fails, the report gets a "streamtest timeline" section per driver."""
-    from .driver import TopologyTestDriver
+    from .driver.driver import TopologyTestDriver
 
     made: list[TopologyTestDriver] = []
     request.node.stash[_DRIVERS] = made
@@ -242,7 +242,7 @@ def topology_driver(
 def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
     """``golden(driver_or_batches, name)``: compare with ``golden/<name>.timeline`` next to
     the test module, or write it under ``--streamtest-update-golden``."""
-    from .golden import assert_matches_golden
+    from .reporting.golden import assert_matches_golden
 
     update = bool(request.config.getoption("--streamtest-update-golden"))
     folder = request.path.parent / "golden"
@@ -265,14 +265,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if histories is None and drivers:
         histories = [driver.batches for driver in drivers]
     if histories and report.when == "call" and report.failed:
-        from .report import format_timeline
+        from .reporting.timeline import format_timeline
 
         folder = item.config.getoption("--streamtest-timeline-dir")
         for index, batches in enumerate(histories):
             suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
             report.sections.append(("streamtest timeline" + suffix, format_timeline(batches)))
             if folder:
-                from .picture import write_timeline_picture
+                from .reporting.picture import write_timeline_picture
 
                 name = safe_file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
                 path = write_timeline_picture(batches, os.path.join(folder, name + ".svg"),
@@ -289,7 +289,7 @@ _HISTORIES = pytest.StashKey[list[Any]]()
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
     """Collect ``*.streamtest.yaml`` / ``.yml`` / ``.json`` files as tests."""
-    from .scenario import SCENARIO_SUFFIXES
+    from .gates.scenario_file import SCENARIO_SUFFIXES
 
     if file_path.name.endswith(SCENARIO_SUFFIXES):
         return ScenarioFile.from_parent(parent, path=file_path)
@@ -300,7 +300,7 @@ class ScenarioFile(pytest.File):
     """A scenario file: one test, named by the scenario's ``name``."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from .scenario import ScenarioError, load_scenario
+        from .gates.scenario import ScenarioError, load_scenario
 
         try:
             scenario = load_scenario(self.path)
@@ -336,7 +336,7 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
-        from .scenario import run_scenario
+        from .gates.scenario import run_scenario
 
         result = run_scenario(self.scenario, spark=_shared_session(self.config))
         self.stash[_HISTORIES] = [result.batches]
@@ -358,7 +358,7 @@ class ScenarioFailedError(AssertionError):
 
 
 def _canned(name: str) -> Any:
-    from .canned import load
+    from .gates.canned import load
 
     return load(name)
 
@@ -393,7 +393,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker("streamtest_determinism")
     if marker is None:
         return None
-    from .golden import GoldenMismatchError, describe_difference, format_golden_timeline
+    from .reporting.golden import GoldenMismatchError, describe_difference, format_golden_timeline
 
     runs = int(marker.kwargs.get("runs", marker.args[0] if marker.args else 3))
     if runs < 2:
@@ -405,7 +405,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             "topology_driver fixture; this test does not use it"
         )
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    from ._load import busy_processes
+    from .gates._load import busy_processes
 
     with busy_processes(int(pyfuncitem.config.getoption("--streamtest-cpu-load"))):
         histories = []

@@ -46,7 +46,7 @@ def _checkpoint_manager(driver: TopologyTestDriver) -> str:
     """The class of the CheckpointFileManager the (only) query's offset log writes with."""
     from pyspark_streamtest._spark.query import stream_execution
 
-    (runner,) = driver._runners
+    (runner,) = driver._queries.runners
     log = stream_execution(runner._jquery).offsetLog()
     return str(log.fileManager().getClass().getSimpleName())
 

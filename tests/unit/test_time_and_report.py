@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pyspark_streamtest import BatchRecord, TestRecord, format_timeline
-from pyspark_streamtest._time import duration_ms, from_ms, require_aware, to_ms
+from pyspark_streamtest.core.time import duration_ms, from_ms, require_aware, to_ms
 from pyspark_streamtest.errors import NaiveDatetimeError, TimeWentBackwardsError
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)

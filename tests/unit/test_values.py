@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from pyspark_streamtest._values import StructEncoder, row_decoder, to_json_line
+from pyspark_streamtest.core._values import StructEncoder, row_decoder, to_json_line
 from pyspark_streamtest.errors import (
     NaiveDatetimeError,
     SchemaMismatchError,

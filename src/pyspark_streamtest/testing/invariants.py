@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .._stable import stable_json, utc_text
-from ..records import BatchRecord, TestRecord
+from ..core._stable import stable_json, utc_text
+from ..core.records import BatchRecord, TestRecord
 from .model import Event, ModelBatch, last_values
 
 __all__ = [

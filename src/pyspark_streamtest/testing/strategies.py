@@ -22,9 +22,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..clock import DEFAULT_START_TIME
-from ..records import BatchRecord, TestRecord
-from .model import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Step, Tick
+from ..core.records import BatchRecord, TestRecord
+from ..core.time import DEFAULT_START_TIME
+from .schedule import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Step, Tick
 
 __all__ = [
     "AdvanceWatermark",

@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from .errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaError
+from ..errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaError
 
 Encoder = Callable[[Any, str], Any]
 _UTC = _dt.timezone.utc

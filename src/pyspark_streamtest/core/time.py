@@ -1,12 +1,29 @@
-"""Exact time conversions: aware datetimes and integer milliseconds, never floats."""
+"""Time, exactly: aware datetimes and integer milliseconds (never floats), the fixed
+default start, and keeping Python's clock in step with the driver's.
+
+The driver owns one processing-time clock for all its queries (each query's
+trigger clock reads it). With ``freeze_python_clock=True`` the driver also freezes
+this Python process's clock (``datetime.now()``, ``time.time()``, via freezegun) at
+the same instant and moves it whenever processing time moves, so code under test in
+the test process sees the same "now" as ``current_timestamp()`` in the query. Spark's
+Python workers (UDFs, ``applyInPandasWithState`` functions) run in other processes and
+are not frozen: inside a query, read time from Spark (``current_timestamp()``,
+``GroupState.getCurrentProcessingTimeMs()``).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
-from .errors import NaiveDatetimeError, TimeWentBackwardsError
+from ..errors import NaiveDatetimeError, TimeWentBackwardsError
+
+__all__ = ["DEFAULT_START_TIME"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+DEFAULT_START_TIME = datetime(2024, 1, 1, tzinfo=timezone.utc)
+"""Processing time when a driver starts, unless ``start_time=`` says otherwise."""
 
 
 def require_aware(value: object, what: str) -> datetime:
@@ -54,3 +71,22 @@ def format_time(value: datetime | None) -> str:
     if value is None:
         return "-"
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+# freezegun must not freeze the clocks the driver itself uses to wait for Spark.
+_REAL_TIME_MODULES = ["pyspark_streamtest", "pyspark", "py4j", "threading", "socket"]
+
+
+class _PythonClockFreeze:
+    """freezegun's frozen clock, started at the driver's time and moved with it."""
+
+    def __init__(self, start: datetime) -> None:
+        import freezegun
+
+        self._freezer: Any = freezegun.freeze_time(start, ignore=_REAL_TIME_MODULES)
+        self._factory: Any = self._freezer.start()
+
+    def move_to(self, instant: datetime) -> None:
+        self._factory.move_to(instant)
+
+    def stop(self) -> None:
+        self._freezer.stop()

@@ -7,10 +7,10 @@ from typing import Any, Literal
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType, TimestampType
 
-from ._spark.state import StoreMetadata, read_metadata, read_state, state_reader_options
-from ._values import row_decoder
-from .errors import StateStoreError
-from .state import StateEntry, StateStoreView, Window, WindowStoreView
+from .._spark.state import StoreMetadata, read_metadata, read_state, state_reader_options
+from ..core._values import row_decoder
+from ..errors import StateStoreError
+from .views import StateEntry, StateStoreView, Window, WindowStoreView
 
 Shape = Literal["generic", "key_value", "window", "session", "join"]
 
@@ -137,4 +137,5 @@ def read_view(
         state_var=state_var,
         batch_id=batch_id,
         key_names=tuple(kept_key) if shape in ("window", "session") else key_names,
+        frame=lambda: spark.createDataFrame(rows, schema).drop("partition_id"),
     )

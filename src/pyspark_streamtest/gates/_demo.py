@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from ..driver.driver import TopologyTestDriver
+from ..reporting.picture import write_timeline_picture
+from ..reporting.timeline import format_timeline
 from .canned import clickstream
-from .driver import TopologyTestDriver
-from .picture import write_timeline_picture
-from .report import format_timeline
 
 DEMO_TITLE = "pyspark-streamtest demo: clicks per user, 10 s windows, 10 s watermark delay"
 

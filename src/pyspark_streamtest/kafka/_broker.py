@@ -16,9 +16,9 @@ from typing import Any
 
 from pyspark.sql.types import TimestampType
 
-from ._values import encoder_for
-from .kafka import default_partition
-from .records import TestRecord
+from ..core._values import encoder_for
+from ..core.records import TestRecord
+from .serdes import default_partition
 
 Headers = tuple[tuple[str, bytes | None], ...]
 

@@ -1,29 +1,16 @@
-"""Read-only views of a query's state stores, and a description of its stateful operators.
-
-Views are made by the driver (:meth:`TopologyTestDriver.get_state_store
-<pyspark_streamtest.TopologyTestDriver.get_state_store>` and its typed helpers) from
-Spark's state data source (PySpark 4.0 and later). A view is a snapshot: the state as
-of the end of one committed batch, read once, in plain Python. Reading state runs a
-small batch job over the checkpoint's files; it never changes the query.
-
-**Keys and values.** A store's key is a struct of the grouping columns: a view gives it
-as the bare value when it has one column (``"alice"``) and as a tuple otherwise
-(``("alice", "/home")``), so ``get("alice")`` and ``get(("alice", "/home"))`` read
-naturally. ``get`` also accepts a dict by column name. Values are dicts by column name
-(structs as dicts, timestamps timezone-aware UTC), as output rows are. Window and
-session stores take the window out of the key: their entries carry a :class:`Window`.
-
-**Several values per key.** A stream-stream join buffers every row of a key, and
-``transformWithState`` list and map state hold several entries per key: there
-``get(key)`` raises and ``get_all(key)`` returns them all.
-"""
+"""Read-only views of a query's state stores (the face is :mod:`pyspark_streamtest.state`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StateStoreError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = [
     "OperatorDescription",
@@ -85,7 +72,9 @@ class StateStoreView:
         state_var: str | None,
         batch_id: int | None,
         key_names: tuple[str, ...],
+        frame: Callable[[], DataFrame] | None = None,
     ) -> None:
+        self._frame = frame
         self._entries = tuple(
             sorted(entries, key=lambda e: (_sort_key(e.key), _sort_key(e.window), e.partition))
         )
@@ -101,6 +90,24 @@ class StateStoreView:
         self._by_key = by_key
 
     # --- reads ----------------------------------------------------------------------------
+    def to_dataframe(self) -> DataFrame:
+        """The entries as a Spark DataFrame, as Spark's state data source
+        (``spark.read.format("statestore")``) returns them for this batch and store:
+        columns ``key`` and ``value`` (structs in Spark's state schema; the other
+        columns the source gives for list, map and timer reads), without
+        ``partition_id``. For ``chispa.assert_df_equality`` or
+        ``pyspark.testing.assertDataFrameEqual`` (compare ignoring row order: the
+        source reads partitions in no promised order).
+
+        Raises :class:`~pyspark_streamtest.errors.StateStoreError` for the empty view of
+        a query that has run no batch (Spark has no state schema to give yet)."""
+        if self._frame is None:
+            raise StateStoreError(
+                f"output {self.output!r} has run no batch yet, so its state has no schema "
+                "to build a DataFrame with; run a batch first (the view itself is empty)"
+            )
+        return self._frame()
+
     def get(self, key: Any, default: Any = None) -> Any:
         """The value stored for ``key``, or ``default`` when there is none. Raises
         ``ValueError`` if the key holds several entries (use :meth:`get_all`)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PACKAGED = Path(__file__).with_name("_fixtures")  # in a wheel (hatch force-include)
-_SOURCE_TREE = Path(__file__).resolve().parents[2] / "fixtures"  # editable install / checkout
+_PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGED = _PACKAGE / "_fixtures"  # in a wheel (hatch force-include)
+_SOURCE_TREE = _PACKAGE.parents[1] / "fixtures"  # editable install / checkout
 
 
 def fixture_path(name: str) -> Path:

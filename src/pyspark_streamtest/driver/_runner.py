@@ -14,19 +14,19 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ._broker import Broker, kafka_output_records
-from ._late import late_records
-from ._spark import clock as _clock
-from ._spark.checkpoint import local_checkpoint_conf
-from ._spark.jvm import Jvm, java_error_text
-from ._spark.plan import LateRule
-from ._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
-from ._spark.sink import CollectingSink
-from ._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
-from ._time import EPOCH, from_ms
-from ._values import row_decoder
-from .errors import StepTimeoutError, StreamingQueryFailedError, TopologyError
-from .records import BatchRecord, LateRecord, TestRecord
+from .._spark import clock as _clock
+from .._spark.checkpoint import local_checkpoint_conf
+from .._spark.jvm import Jvm, java_error_text
+from .._spark.plan import LateRule
+from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
+from .._spark.sink import CollectingSink
+from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
+from ..core._values import row_decoder
+from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..core.time import EPOCH, from_ms
+from ..errors import StepTimeoutError, StreamingQueryFailedError, TopologyError
+from ..kafka._broker import Broker, kafka_output_records
+from ..state._late import late_records
 from .topology import _BuiltOutput
 
 _QUERY_SERIALS = itertools.count(1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from ._spark.plan import LateRule
-from ._time import EPOCH
-from .records import LateRecord, TestRecord
+from .._spark.plan import LateRule
+from ..core.records import LateRecord, TestRecord
+from ..core.time import EPOCH
 
 _US = timedelta(microseconds=1)
 

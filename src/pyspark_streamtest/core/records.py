@@ -1,0 +1,136 @@
+"""Immutable values: records that move through topics, and what each batch did."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+
+class KeyValue(NamedTuple):
+    """A (key, value) pair read from a Kafka topic; ``value`` None is a tombstone."""
+
+    key: Any
+    value: Any
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """One record of a topic.
+
+    On an input topic, ``timestamp`` is the record's event time (the value of the
+    input's ``timestamp_column``, or a Kafka input's ``timestamp``; None for inputs
+    without one). On an output topic, ``batch_id`` and ``processing_time`` say which
+    micro-batch emitted it and at which processing time (the batch's
+    ``current_timestamp()``); ``timestamp`` is None, except on Kafka topics, where it is
+    the record's Kafka timestamp (the batch's processing time).
+
+    ``value`` is, for plain inputs and outputs, a dict by column name (nested structs as
+    dicts, timestamps aware UTC). For Kafka topics ``key`` and ``value`` are what was
+    piped (inputs) or the written bytes, deserialized by the reading handle (outputs);
+    None is a null key or a tombstone. ``headers``, ``partition`` and ``offset`` are set
+    for Kafka records only. Build one to pipe with
+    :meth:`~pyspark_streamtest.TestInputTopic.pipe_record_list`.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    value: Any
+    timestamp: datetime | None = None
+    topic: str = ""
+    batch_id: int | None = None
+    processing_time: datetime | None = None
+    key: Any = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class LateRecord:
+    """An input record a stateful operator dropped as late.
+
+    ``watermark`` is the watermark Spark compared it with: that of the batch before
+    ``batch_id`` (Spark 3.4+ filters late rows with the previous batch's watermark).
+    For a windowed aggregation, ``dropped_windows`` are the windows (start, end) it was
+    dropped from, those that ended at or before that watermark; ``partial`` is True when
+    the record was still counted in another of its windows (sliding windows).
+    """
+
+    record: TestRecord
+    batch_id: int
+    watermark: datetime
+    dropped_windows: tuple[tuple[datetime, datetime], ...] = ()
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class StateOperatorMetrics:
+    """What one stateful operator reported for one batch (Spark's ``stateOperators``
+    progress): rows in its store after the batch, rows updated and removed by it, the
+    store's memory, and input rows it dropped as late."""
+
+    operator_name: str
+    rows_total: int
+    rows_updated: int
+    rows_removed: int
+    memory_used_bytes: int
+    rows_dropped_by_watermark: int
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """What one micro-batch of one output's query did.
+
+    ``watermark`` is the event-time watermark in effect *during* the batch (rows older
+    than it were dropped by stateful operators; append-mode windows ending at or
+    before it were emitted). ``watermark_after`` is the watermark Spark computes from
+    this batch (max event time seen minus the delay, under the multiple-watermark
+    policy): the next batch runs with it. Both are None for a query without
+    ``withWatermark``; before any event time is seen the watermark is the epoch.
+
+    ``input_records`` are the records piped into this query and consumed by this
+    batch; a batch without any is a *no-data batch* (Spark runs one when the watermark
+    moved enough to emit or evict, or when processing-time timeouts are pending).
+    """
+
+    output: str
+    batch_id: int
+    processing_time: datetime
+    watermark: datetime | None
+    watermark_after: datetime | None
+    input_records: tuple[TestRecord, ...]
+    output_records: tuple[TestRecord, ...]
+    num_input_rows: int
+    num_rows_dropped_by_watermark: int
+    num_state_rows_total: int
+    state_operators: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    late_records: tuple[LateRecord, ...] | None = None
+    """The input records this batch dropped as late (see :class:`LateRecord`), or None
+    when the driver cannot tell exactly for this query
+    (:meth:`TopologyTestDriver.late_records` says why)."""
+
+    @property
+    def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:
+        """Per stateful operator, in operator order: rows total/updated/removed, memory
+        and late drops in this batch."""
+        return tuple(
+            StateOperatorMetrics(
+                operator_name=str(op.get("operatorName", "")),
+                rows_total=int(op.get("numRowsTotal", 0)),
+                rows_updated=int(op.get("numRowsUpdated", 0)),
+                rows_removed=int(op.get("numRowsRemoved", 0)),
+                memory_used_bytes=int(op.get("memoryUsedBytes", 0)),
+                rows_dropped_by_watermark=int(op.get("numRowsDroppedByWatermark", 0)),
+            )
+            for op in self.state_operators
+        )
+
+    @property
+    def is_data_batch(self) -> bool:
+        return self.num_input_rows > 0
+
+    @property
+    def output_values(self) -> list[Any]:
+        return [record.value for record in self.output_records]

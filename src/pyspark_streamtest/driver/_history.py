@@ -1,0 +1,67 @@
+"""The driver's record of what ran: every batch in order, and every topic's queue."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from ..core.records import BatchRecord, LateRecord, TestRecord
+
+__all__ = ["History"]
+
+
+class History:
+    """Every batch the driver's queries ran, oldest first (kept after close and across
+    restarts), and for each topic written the records not read yet.
+
+    A topic's queue exists from the first record written to it (a plain output's from
+    the start). Reading a record through any handle of a topic removes it from the
+    queue; the batches keep it."""
+
+    def __init__(self, plain_outputs: Iterable[str]) -> None:
+        self._batches: list[BatchRecord] = []
+        self._queues: dict[str, deque[TestRecord]] = {name: deque() for name in plain_outputs}
+        self._written: dict[str, list[TestRecord]] = {}
+
+    def absorb(self, batches: Iterable[BatchRecord]) -> None:
+        """Record ``batches`` and queue every record they wrote, per topic."""
+        for batch in batches:
+            self._batches.append(batch)
+            for record in batch.output_records:
+                topic = record.topic
+                queue = self._queues.get(topic)
+                if queue is None:
+                    queue = self._queues[topic] = deque()
+                queue.append(record)
+                self._written.setdefault(topic, []).append(record)
+
+    @property
+    def batches(self) -> tuple[BatchRecord, ...]:
+        return tuple(self._batches)
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def of_output(self, output: str) -> list[BatchRecord]:
+        """The batches of ``output``'s query, oldest first."""
+        return [b for b in self._batches if b.output == output]
+
+    def late_records(self, output: str) -> list[LateRecord]:
+        """The records ``output``'s query dropped as late, oldest first."""
+        return [late for batch in self.of_output(output) for late in batch.late_records or ()]
+
+    def queue(self, topic: str) -> deque[TestRecord] | None:
+        """The unread records of ``topic``; None if nothing was ever written to it (and it
+        is not a plain output)."""
+        return self._queues.get(topic)
+
+    def written(self, topic: str) -> list[TestRecord]:
+        """Every record written to ``topic`` so far, read or not, oldest first."""
+        return list(self._written.get(topic, ()))
+
+    def written_count(self, topic: str) -> int:
+        return len(self._written.get(topic, ()))
+
+    def produced_topic_names(self) -> set[str]:
+        """Every topic (or plain output) a batch has written a record to."""
+        return {name for name, records in self._written.items() if records}

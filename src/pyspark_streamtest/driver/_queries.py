@@ -1,0 +1,144 @@
+"""Every output's query of one driver: started, restarted and stopped together.
+
+The query set owns the checkpoint directory (one folder per output, deleted on stop)
+and knows which queries read which input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+
+from .._spark.jvm import Jvm
+from ..core._files import safe_file_name
+from ..core.records import BatchRecord, TestRecord
+from ..errors import UnknownTopicError
+from ..kafka._broker import Broker
+from ._runner import QueryRunner
+from .topology import _BuiltOutput
+
+__all__ = ["Queries", "check_sql_conf", "names_text"]
+
+
+def names_text(names: Iterable[str]) -> str:
+    """``'a', 'b'`` sorted, or ``(none)``: for error messages that list what exists."""
+    listed = sorted(names)
+    return ", ".join(repr(n) for n in listed) if listed else "(none)"
+
+
+class Queries:
+    """One :class:`QueryRunner` per output, in declaration order, with checkpoints in a
+    fresh temporary directory under ``checkpoint_root``. Nothing starts until
+    :meth:`start`."""
+
+    def __init__(
+        self,
+        jvm: Jvm,
+        built: Iterable[_BuiltOutput],
+        *,
+        checkpoint_root: str | os.PathLike[str] | None,
+        interval_ms: int,
+        timeout_ms: int,
+        sql_conf: Mapping[str, str],
+        broker: Broker,
+    ) -> None:
+        self._folder: str | None = tempfile.mkdtemp(
+            prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
+        )
+        self.runners: list[QueryRunner] = []
+        try:
+            for index, output in enumerate(built):
+                name = safe_file_name(output.spec.name)
+                folder = os.path.join(self._folder, f"{index}-{name}")
+                self.runners.append(QueryRunner(
+                    jvm, output, folder, interval_ms, timeout_ms / 1000, sql_conf, broker,
+                ))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.runners)
+
+    def runner(self, output: str) -> QueryRunner:
+        """The runner of ``output``; :class:`UnknownTopicError` lists the outputs."""
+        for runner in self.runners:
+            if runner.name == output:
+                return runner
+        raise UnknownTopicError(
+            f"unknown output {output!r}; this topology's outputs are {names_text(self.names)}"
+        )
+
+    def start(self, now_ms: int) -> list[BatchRecord]:
+        """Start every query at processing time ``now_ms`` (from its checkpoint, if it has
+        one). Returns the batches Spark ran on start, in query order."""
+        ran: list[BatchRecord] = []
+        for runner in self.runners:
+            ran.extend(runner.start(now_ms))
+        return ran
+
+    def restart(self, now_ms: int) -> list[BatchRecord]:
+        """Stop every query, then start each again from its checkpoint."""
+        for runner in self.runners:
+            runner.stop()
+        return self.start(now_ms)
+
+    def pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+        """Queue rows for every query that reads ``input_name``."""
+        for runner in self.runners:
+            if input_name in runner.input_names:
+                runner.enqueue(input_name, lines, records)
+
+    def flush(self) -> None:
+        """Hand every query's queued rows to its memory streams (one offset each)."""
+        for runner in self.runners:
+            runner.flush()
+
+    def close(self) -> None:
+        """Stop every query (all of them, even when one fails to stop), then delete the
+        checkpoints. Raises the first stop error after that."""
+        errors: list[BaseException] = []
+        for runner in self.runners:
+            try:
+                runner.stop()
+            except BaseException as error:  # keep stopping the others
+                errors.append(error)
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+        if errors:
+            raise errors[0]
+
+
+def _checkpoint_root(root: str | os.PathLike[str] | None) -> str | None:
+    if root is not None:
+        return os.fspath(root)
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK):
+        return shm
+    return None
+
+
+def check_sql_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
+    """``sql_conf`` checked, with every value as Spark's text (booleans lower case)."""
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping):
+        raise TypeError(f"sql_conf must be a mapping of setting names to values, got {conf!r}")
+    checked = {}
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"sql_conf keys must be Spark setting names (str), got {key!r}")
+        if isinstance(value, bool):
+            checked[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            checked[key] = str(value)
+        else:
+            raise TypeError(
+                f"sql_conf[{key!r}] must be a str, int, float or bool, got "
+                f"{type(value).__name__}"
+            )
+    return checked

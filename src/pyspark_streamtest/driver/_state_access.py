@@ -1,0 +1,202 @@
+"""Reading what the queries hold: state stores, operator descriptions, state-row
+counts and the records dropped as late. Reading never changes a query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+
+from .._spark.plan import LateRule
+from .._spark.state import read_metadata, read_state_schema, state_reader_options
+from ..core.features import Feature, require_feature, supported_features
+from ..core.records import LateRecord
+from ..errors import StateStoreError
+from ..state._reader import Shape, choose_operator, read_view, store_metadata
+from ..state.views import (
+    OperatorDescription,
+    QueryDescription,
+    StateStoreView,
+    TopologyDescription,
+    WindowStoreView,
+)
+from ._history import History
+from ._queries import Queries, names_text
+from ._runner import QueryRunner
+
+__all__ = ["StateAccess"]
+
+
+class StateAccess:
+    """State reads for one driver's queries (Spark's state data source, PySpark 4.0+)."""
+
+    def __init__(self, spark: SparkSession, queries: Queries, history: History) -> None:
+        self._spark = spark
+        self._queries = queries
+        self._history = history
+
+    def read(
+        self,
+        output: str,
+        *,
+        operator_id: int | None = None,
+        store_name: str | None = None,
+        state_var: str | None = None,
+        join_side: str | None = None,
+        batch_id: int | None = None,
+        shape: Shape = "generic",
+        timers: bool = False,
+    ) -> StateStoreView:
+        """A view of one store of ``output``'s query as of ``batch_id`` (default: the
+        last batch run); an empty view before the first batch."""
+        runner = self._queries.runner(output)
+        require_feature(self._spark, Feature.STATE_STORE_READS)
+        last = runner.last_batch
+        if batch_id is not None and (
+            isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
+        ):
+            raise ValueError(f"batch_id must be a batch id (an int >= 0), got {batch_id!r}")
+        if last is None:
+            if batch_id is not None:
+                raise StateStoreError(
+                    f"output {output!r} has run no batch yet, so there is no state as of batch "
+                    f"{batch_id}"
+                )
+            empty_view = WindowStoreView if shape in ("window", "session") else StateStoreView
+            return empty_view((), output=output, operator_id=operator_id or 0,
+                              store_name=store_name, state_var=state_var, batch_id=None,
+                              key_names=())
+        if batch_id is not None and batch_id > last.batch_id:
+            raise StateStoreError(
+                f"output {output!r} has run batches up to {last.batch_id}; there is no state "
+                f"as of batch {batch_id} yet"
+            )
+        stores = store_metadata(self._spark, runner.checkpoint, output)
+        chosen = choose_operator(stores, output, operator_id)
+        kind = next(s.operator_name for s in stores if s.operator_id == chosen)
+        if join_side is not None and kind != "symmetricHashJoin":
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} is {kind}, not a stream-stream join"
+            )
+        if join_side is None and kind == "symmetricHashJoin":
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} is a stream-stream join; read one side "
+                "with get_join_store(output, 'left' or 'right')"
+            )
+        names = {s.store_name for s in stores if s.operator_id == chosen}
+        if store_name is not None and store_name not in names:
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} has no store {store_name!r}; its stores "
+                f"are {names_text(names)}"
+            )
+        return read_view(
+            self._spark, runner.checkpoint, output=output, operator_id=chosen,
+            store_name=store_name, state_var=state_var, join_side=join_side,
+            batch_id=last.batch_id if batch_id is None else batch_id, shape=shape,
+            timers=timers,
+        )
+
+    def describe(self) -> TopologyDescription:
+        queries = []
+        for runner in self._queries.runners:
+            spec = runner.built.spec
+            queries.append(QueryDescription(
+                output=runner.name,
+                output_mode=spec.output_mode,
+                kafka=spec.kafka is not None,
+                watermarks=runner.built.watermarks,
+                operators=self._operators(runner),
+            ))
+        return TopologyDescription(tuple(queries))
+
+    def _operators(self, runner: QueryRunner) -> tuple[OperatorDescription, ...]:
+        if runner.last_batch is None:
+            return ()
+        if Feature.STATE_STORE_READS not in supported_features(self._spark):
+            return tuple(
+                OperatorDescription(index, str(op.get("operatorName", "?")), ())
+                for index, op in enumerate(runner.last_batch.state_operators)
+            )
+        stores = read_metadata(self._spark, runner.checkpoint)
+        described = []
+        for operator_id in sorted({s.operator_id for s in stores}):
+            mine = [s for s in stores if s.operator_id == operator_id]
+            names = tuple(s.store_name for s in mine)
+            key_schema = value_schema = None
+            if "default" in names:
+                schema = read_state_schema(self._spark, runner.checkpoint, state_reader_options(
+                    runner.last_batch.batch_id, operator_id, "default", None, None))
+                key_schema = schema["key"].dataType.simpleString()
+                value_schema = schema["value"].dataType.simpleString()
+            described.append(OperatorDescription(
+                operator_id, mine[0].operator_name, names, key_schema, value_schema))
+        return tuple(described)
+
+    def late_records(self, output: str) -> list[LateRecord]:
+        runner = self._queries.runner(output)
+        rule = runner.built.late_rule
+        if not isinstance(rule, LateRule):
+            raise ValueError(f"cannot tell which records output {output!r} drops as late: "
+                             f"{rule}")
+        columns = dict(runner.built.time_columns)
+        if rule.column not in columns.values():
+            raise ValueError(
+                f"cannot tell which records output {output!r} drops as late: its watermark is "
+                f"on column {rule.column!r}, which is not the event-time column of any input it "
+                f"reads ({', '.join(f'{n}: {c}' for n, c in columns.items())}); declare the "
+                "input with that timestamp_column, or read BatchRecord.num_rows_dropped_by_"
+                "watermark"
+            )
+        return self._history.late_records(runner.name)
+
+    def assert_num_state_rows(
+        self,
+        output: str,
+        *,
+        total: int | Sequence[int],
+        updated: int | Sequence[int] | None,
+        batch_id: int | None,
+    ) -> None:
+        __tracebackhide__ = True
+        runner = self._queries.runner(output)
+        batches = self._history.of_output(runner.name)
+        if not batches:
+            raise AssertionError(f"output {output!r} has run no batch yet, so it has no state "
+                                 "rows to check")
+        if batch_id is None:
+            batch = batches[-1]
+        else:
+            found = [b for b in batches if b.batch_id == batch_id]
+            if not found:
+                raise AssertionError(
+                    f"output {output!r} has no batch {batch_id} (batches run: "
+                    f"{batches[0].batch_id}..{batches[-1].batch_id})"
+                )
+            batch = found[0]
+        metrics = batch.state_metrics
+        actual_total = [m.rows_total for m in metrics]
+        actual_updated = [m.rows_updated for m in metrics]
+        want_total = [total] if isinstance(total, int) else list(total)
+        want_updated = None if updated is None else (
+            [updated] if isinstance(updated, int) else list(updated))
+        if actual_total == want_total and (want_updated is None or want_updated == actual_updated):
+            return
+        lines = [f"state rows of output {output!r} after batch {batch.batch_id} differ:",
+                 "  operator                         total (expected/actual)"
+                 + ("   updated (expected/actual)" if want_updated is not None else "")]
+        for index in range(max(len(metrics), len(want_total))):
+            name = metrics[index].operator_name if index < len(metrics) else "(none)"
+            cell = f"{_at(want_total, index)}/{_at(actual_total, index)}"
+            mark = "" if _at(want_total, index) == _at(actual_total, index) else "  <-"
+            row = f"  {index}: {name:<29} {cell:<25}"
+            if want_updated is not None:
+                cell_u = f"{_at(want_updated, index)}/{_at(actual_updated, index)}"
+                if _at(want_updated, index) != _at(actual_updated, index):
+                    mark = "  <-"
+                row += f" {cell_u}"
+            lines.append(row + mark)
+        raise AssertionError("\n".join(lines))
+
+
+def _at(values: Sequence[int], index: int) -> str:
+    return str(values[index]) if index < len(values) else "-"

@@ -1,0 +1,184 @@
+"""Moving time: processing time (the trigger clock) and, as a test-only control, the
+event-time watermark. Each move runs exactly the triggers Spark runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from ..core.records import BatchRecord
+from ..core.time import _PythonClockFreeze, duration_ms, from_ms, require_aware, to_ms
+from ..errors import StreamTestError, TimeWentBackwardsError
+from ._history import History
+from ._queries import Queries
+from ._runner import QueryRunner
+
+__all__ = ["TimeControl"]
+
+MAX_ROUNDS = 10_000
+"""How many rounds :meth:`TimeControl.process_all_available` runs before giving up."""
+
+
+class TimeControl:
+    """The driver's processing time, in milliseconds, and the verbs that move it.
+
+    ``on_failure`` closes the driver: it is called, with the error on its way to the
+    caller, when a query fails or a trigger does not finish in time."""
+
+    def __init__(
+        self,
+        queries: Queries,
+        history: History,
+        *,
+        now_ms: int,
+        on_failure: Callable[[], None],
+    ) -> None:
+        self._queries = queries
+        self._history = history
+        self._on_failure = on_failure
+        self.now_ms = now_ms
+        self._freeze: _PythonClockFreeze | None = None
+
+    def freeze_python_clock(self) -> None:
+        """Freeze this process's clock at the driver's time; it moves with the driver."""
+        self._freeze = _PythonClockFreeze(self.current_time)
+
+    @property
+    def current_time(self) -> datetime:
+        return from_ms(self.now_ms)
+
+    def stop(self) -> None:
+        """Give Python's clock back (when it was frozen). Idempotent."""
+        if self._freeze is not None:
+            self._freeze.stop()
+            self._freeze = None
+
+    # --- the verbs --------------------------------------------------------------------
+    def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
+        target = self.now_ms + duration_ms(delta, "delta")
+        ran: list[BatchRecord] = []
+        while True:
+            due = [r.next_trigger_ms for r in self._queries.runners]
+            next_trigger = min((t for t in due if t is not None), default=None)
+            if next_trigger is None or next_trigger > target:
+                break
+            batches = self._move_clock(next_trigger)
+            ran.extend(batches)
+            if not batches:
+                break
+        ran.extend(self._move_clock(target))
+        return ran
+
+    def process_all_available(self) -> list[BatchRecord]:
+        busy = list(self._queries.runners)
+        ran: list[BatchRecord] = []
+        for _ in range(MAX_ROUNDS):
+            if not busy:
+                return ran
+            before = {id(r): r.last_batch for r in busy}
+            ran.extend(self._release_triggers(busy))
+            still_busy = []
+            for runner in busy:
+                last = runner.last_batch
+                if last is None or last is before[id(runner)]:
+                    continue
+                if last.is_data_batch and not runner.built.runs_no_data_batches:
+                    continue  # no watermark, no timeouts: Spark owes nothing without data
+                previous = before[id(runner)]
+                timeout_only = (
+                    not last.is_data_batch
+                    and previous is not None
+                    and last.watermark == previous.watermark
+                )
+                if not timeout_only:
+                    still_busy.append(runner)
+            busy = still_busy
+        self._on_failure()
+        raise StreamTestError(
+            f"process_all_available() ran {MAX_ROUNDS} rounds and Spark still had batches to "
+            "run; the queries never become idle. The driver is closed."
+        )
+
+    def advance_watermark_to(self, watermark: datetime, output: str | None) -> list[BatchRecord]:
+        target = to_ms(require_aware(watermark, "watermark"))
+        runners = self._with_watermark(output)
+        for runner in runners:
+            current = runner.watermark_ms()
+            assert current is not None
+            if target < current:
+                raise TimeWentBackwardsError(
+                    f"cannot move the watermark of output {runner.name!r} back from "
+                    f"{from_ms(current).isoformat()} to {from_ms(target).isoformat()}; "
+                    "watermarks only move forward"
+                )
+        self.flush_inputs()  # records piped before the call are processed first
+        ran = self.process_all_available()
+        try:
+            for runner in runners:
+                if target > (runner.watermark_ms() or 0):
+                    runner.force_watermark(target)
+        except BaseException:
+            self._on_failure()
+            raise
+        return ran + self.process_all_available()
+
+    def _with_watermark(self, output: str | None) -> list[QueryRunner]:
+        if output is not None:
+            runner = self._queries.runner(output)
+            if runner.watermark_ms() is None:
+                raise ValueError(
+                    f"output {output!r} has no event-time watermark (no withWatermark in its "
+                    "query), so there is nothing to advance"
+                )
+            return [runner]
+        runners = [r for r in self._queries.runners if r.watermark_ms() is not None]
+        if not runners:
+            raise ValueError(
+                "no query of this topology has an event-time watermark (withWatermark); "
+                "there is nothing to advance"
+            )
+        return runners
+
+    # --- triggers ---------------------------------------------------------------------
+    def _move_clock(self, now_ms: int) -> list[BatchRecord]:
+        """Move every query's clock to ``now_ms``; the queries whose next trigger is due
+        run it. Returns the batches they ran."""
+        self.flush_inputs()
+        started = []
+        for runner in self._queries.runners:
+            calls = runner.wait_calls
+            if runner.clock_set(now_ms):
+                started.append((runner, calls))
+        self.now_ms = now_ms
+        if self._freeze is not None:
+            self._freeze.move_to(self.current_time)
+        return self._finish_triggers(started)
+
+    def _release_triggers(self, runners: Sequence[QueryRunner]) -> list[BatchRecord]:
+        """Let each of ``runners`` run one trigger at the current time."""
+        self.flush_inputs()
+        started = []
+        for runner in runners:
+            started.append((runner, runner.wait_calls))
+            runner.clock_release()
+        return self._finish_triggers(started)
+
+    def flush_inputs(self) -> None:
+        try:
+            self._queries.flush()
+        except BaseException:
+            self._on_failure()
+            raise
+
+    def _finish_triggers(self, started: list[tuple[QueryRunner, int]]) -> list[BatchRecord]:
+        """Wait for the triggers let run (in query order) and record their batches. A
+        failed or stuck query closes the driver."""
+        batches: list[BatchRecord] = []
+        try:
+            for runner, calls in started:
+                batches.extend(runner.finish_trigger(calls))
+        except StreamTestError:
+            self._on_failure()
+            raise
+        self._history.absorb(batches)
+        return batches

@@ -1,0 +1,499 @@
+"""The TopologyTestDriver face: run a topology's real streaming queries,
+deterministically. The work is done by the collaborators it delegates to."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .._spark.jvm import Jvm
+from .._spark.session import build_test_session, ensure_classic_session
+from .._spark.versions import capabilities
+from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..core.time import DEFAULT_START_TIME, duration_ms, from_ms, require_aware, to_ms
+from ..errors import DriverClosedError
+from ..kafka._broker import Broker
+from ..kafka.serdes import DeserializerSpec, SerializerSpec
+from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
+from ._frames import records_frame
+from ._history import History
+from ._queries import Queries, check_sql_conf
+from ._state_access import StateAccess
+from ._time_control import TimeControl
+from ._topic_handles import TopicHandles
+from .input_topic import InputLink, TestInputTopic
+from .output_topic import OutputLink, TestOutputTopic
+from .topology import TopologyFunction, _BuiltOutput, build_topology
+
+__all__ = ["TopologyTestDriver"]
+
+
+class TopologyTestDriver:
+    """Drives a topology's streaming queries on a clock the test controls.
+
+    **What runs.** Every output declared by the topology function runs as a real Spark
+    Structured Streaming micro-batch query (``Trigger.ProcessingTime(trigger_interval)``,
+    a checkpoint in a temporary directory, a sink the driver owns). Inputs are Spark
+    memory sources. The queries start when the driver is created; the first trigger
+    finds no data and runs no batch.
+
+    **Processing time** starts at ``start_time`` and moves only when the test says so.
+    It is each query's trigger clock, so it is the batch timestamp Spark uses for
+    ``current_timestamp()`` and processing-time timeouts. Spark schedules triggers at
+    multiples of ``trigger_interval`` since the epoch.
+
+    **When batches run.** Piping records only buffers them. A micro-batch runs only
+    inside :meth:`advance_wall_clock` (at each trigger time the clock passes) or
+    :meth:`process_all_available` (at the current time, until Spark has nothing left
+    to do). At a trigger Spark runs at most one batch per query: a *data batch* with
+    every record piped to that query since its previous batch, or a *no-data batch*
+    when the watermark moved far enough to emit or evict state, or when the query has
+    processing-time timeouts; otherwise nothing. All queries step in lock-step on the
+    one clock.
+
+    **Outputs** are read through :meth:`create_output_topic` (reading removes records,
+    like a queue). :attr:`batches` keeps the whole history, one :class:`BatchRecord`
+    per batch.
+
+    **Differences from production.** Batches take no processing time (the clock stands
+    still while Spark works). A trigger that comes due while the clock jumps is not
+    "late": the driver stops at each trigger time on the way.
+
+    Use as a context manager, or call :meth:`close`. ``close()`` stops every query,
+    releases their clocks and deletes the checkpoints.
+    """
+
+    def __init__(
+        self,
+        topology: TopologyFunction,
+        *,
+        spark: SparkSession | None = None,
+        start_time: datetime = DEFAULT_START_TIME,
+        trigger_interval: timedelta = timedelta(seconds=1),
+        freeze_python_clock: bool = False,
+        checkpoint_root: str | os.PathLike[str] | None = None,
+        timeout: timedelta = timedelta(minutes=2),
+        sql_conf: Mapping[str, str] | None = None,
+    ) -> None:
+        """Build the topology and start its queries.
+
+        ``spark`` defaults to :func:`~pyspark_streamtest.test_spark_session` (a local,
+        test-tuned session). ``checkpoint_root`` is where the temporary checkpoint
+        directory is made (default: ``/dev/shm`` when writable, else the system temp
+        directory). ``timeout`` bounds how long one trigger may take before the driver
+        gives up with :class:`~pyspark_streamtest.errors.StepTimeoutError`.
+
+        ``sql_conf`` holds Spark SQL settings for this driver's queries only: they are set
+        on the session while each query starts (a query copies the session's settings
+        then) and put back at once, so other drivers and batch jobs do not see them. For
+        example ``transformWithState`` needs the RocksDB state store provider::
+
+            sql_conf={"spark.sql.streaming.stateStore.providerClass":
+                      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+
+        Settings Spark records in the checkpoint (the state store provider, shuffle
+        partitions) keep their first values across :meth:`restart`, as in production.
+
+        Checkpoints are written through Spark's ``FileSystemBasedCheckpointFileManager``
+        (same files, same write-then-rename protocol, but no ``chmod``/``readlink``
+        process per file as Spark's default manager starts locally); ``sql_conf`` can
+        set ``spark.sql.streaming.checkpointFileManagerClass`` back.
+        """
+        if not callable(topology):
+            raise TypeError(
+                f"topology must be a function taking a Topology, got {type(topology).__name__}"
+            )
+        conf = check_sql_conf(sql_conf)
+        now_ms = to_ms(require_aware(start_time, "start_time"))
+        interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
+        timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
+        self._closed = False
+        self._broker = Broker()
+        session = spark if spark is not None else build_test_session()
+        ensure_classic_session(session)
+        self._spark = session
+        jvm = Jvm(session)
+        capabilities(jvm)
+        self._inputs, built = build_topology(topology, session, jvm)
+        self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
+        self._history = History(n for n, b in self._outputs.items() if b.spec.kafka is None)
+        self._queries = Queries(  # removes its checkpoint folder if it fails
+            jvm, built, checkpoint_root=checkpoint_root, interval_ms=interval_ms,
+            timeout_ms=timeout_ms, sql_conf=conf, broker=self._broker,
+        )
+        self._time = TimeControl(self._queries, self._history, now_ms=now_ms,
+                                 on_failure=self._close_after_failure)
+        try:
+            self._history.absorb(self._queries.start(now_ms))
+            if freeze_python_clock:
+                self._time.freeze_python_clock()
+        except BaseException:
+            self._close_after_failure()
+            raise
+        self._state = StateAccess(session, self._queries, self._history)
+        self._handles = TopicHandles(
+            self._inputs, self._outputs, self._history,
+            InputLink(self._check_open, self._pipe, lambda: self.current_time, self._broker),
+            OutputLink(self._check_open, self._history, self._frame),
+        )
+
+    # --- context manager ------------------------------------------------------------------
+    def __enter__(self) -> TopologyTestDriver:
+        self._check_open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every query, release their clocks, delete the checkpoints, unfreeze
+        Python's clock. Idempotent. The history (:attr:`batches`) stays readable."""
+        if not self._closed:
+            self._shutdown()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran (or a failure closed the driver)."""
+        return self._closed
+
+    # --- topics ---------------------------------------------------------------------------
+    def create_input_topic(
+        self,
+        name: str,
+        *,
+        key_serializer: SerializerSpec | None = None,
+        value_serializer: SerializerSpec | None = None,
+        start_timestamp: datetime | None = None,
+        auto_advance: timedelta | None = None,
+    ) -> TestInputTopic:
+        """A handle to pipe records into input ``name``.
+
+        The handle has its own record time, starting at ``start_timestamp`` (default:
+        the driver's ``start_time``) and moving by ``auto_advance`` (default: not at all)
+        after each record piped without an explicit timestamp. Record time is event
+        time; it never moves processing time.
+
+        ``key_serializer`` and ``value_serializer`` apply to Kafka inputs only: a name
+        (``"string"``, ``"bytes"``, ``"json"``, ``"int"``, ``"long"``, ``"double"``,
+        ``"auto"``, the default) or a function returning bytes; see
+        :mod:`pyspark_streamtest.kafka`. Partitions and offsets belong to the topic, so
+        all handles of one Kafka input share them.
+        """
+        self._check_open()
+        start = self.current_time if start_timestamp is None else start_timestamp
+        return self._handles.input_topic(name, key_serializer, value_serializer, start,
+                                         auto_advance)
+
+    def create_output_topic(
+        self,
+        name: str,
+        *,
+        key_deserializer: DeserializerSpec = None,
+        value_deserializer: DeserializerSpec = None,
+    ) -> TestOutputTopic:
+        """A handle to read what was written to ``name``: a plain output's name, or a
+        topic a Kafka output writes to.
+
+        For Kafka topics, ``key_deserializer`` and ``value_deserializer`` (a name such as
+        ``"string"`` or ``"json"``, or a function taking bytes) turn the written bytes
+        back into values; without them keys and values are read as ``bytes``. A Kafka
+        output may write any topic its ``topic`` column names, so a handle can be made
+        for a topic nothing has written yet; reading it then raises
+        :class:`~pyspark_streamtest.errors.UninitializedTopicError`, while reading a
+        written topic whose records were all read raises
+        :class:`~pyspark_streamtest.errors.NoSuchRecordError`.
+        """
+        self._check_open()
+        return self._handles.output_topic(name, key_deserializer, value_deserializer)
+
+    def produced_topic_names(self) -> set[str]:
+        """The names of every topic (or plain output) a batch has written a record to,
+        as Kafka's ``TopologyTestDriver.producedTopicNames()``."""
+        return self._history.produced_topic_names()
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The inputs the topology declared, in declaration order."""
+        return tuple(self._inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The outputs the topology declared (one query each), in declaration order."""
+        return tuple(self._outputs)
+
+    # --- time -----------------------------------------------------------------------------
+    @property
+    def current_time(self) -> datetime:
+        """The driver's processing time (aware, UTC)."""
+        return from_ms(self._time.now_ms)
+
+    def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
+        """Move processing time forward by ``delta`` and run the triggers Spark runs.
+
+        The clock stops at every trigger time in ``(now, now + delta]`` and each query
+        runs that trigger (a data batch, a no-data batch, or nothing) before the clock
+        moves on; it ends at ``now + delta``. Once a trigger runs no batch in any query,
+        the later trigger times in the span would run none either (nothing changes
+        without data or time-based work), so the clock goes straight to the end.
+        Queries with processing-time timeouts run a batch at every trigger, as in
+        production. ``delta`` of zero runs nothing. Returns the batches run, in order.
+        """
+        self._check_open()
+        return self._time.advance_wall_clock(delta)
+
+    def process_all_available(self) -> list[BatchRecord]:
+        """Run batches at the current processing time until Spark has nothing left to do.
+
+        Each round lets every still-busy query run one trigger without moving the
+        clock. A query is done after a trigger that runs no batch, or that runs a
+        no-data batch with an unchanged watermark (such a batch is due to
+        processing-time timeouts only and repeating it at the same time changes
+        nothing). This covers the data batch for piped records and the no-data batches
+        that follow when the watermark moves (closing windows, evicting state, firing
+        event-time timeouts). The clock does not move. Returns the batches run.
+        """
+        self._check_open()
+        return self._time.process_all_available()
+
+    def advance_watermark_to(
+        self, watermark: datetime, *, output: str | None = None
+    ) -> list[BatchRecord]:
+        """Move the event-time watermark of ``output``'s query (default: every query
+        with a watermark) forward to ``watermark``, then run the batches Spark then runs.
+
+        Between batches the driver sets the query's watermark as Spark does when it
+        recovers one from a checkpoint, then calls :meth:`process_all_available`: Spark
+        plans the next batch with the new watermark, so append-mode windows ending at
+        or before it are emitted, state older than it is evicted, and event-time
+        timeouts and timers up to it fire, in a no-data batch. Records piped before the
+        call are processed first, with the old watermark. As always in Spark 3.4+, rows
+        are dropped as late by the watermark of the *previous* batch, so the first batch
+        that runs with the new watermark evicts with it and the batches after it also
+        drop rows behind it. Like Beam's ``advance_watermark_to`` and Flink's
+        ``processWatermark``.
+
+        This is a test-only control: in production only event time seen in data moves
+        the watermark. It moves forward only (a later batch's data can move it further;
+        nothing moves it back). With several watermarks in one query (a join), Spark
+        keeps one per input and combines them with the multiple-watermark policy; this
+        sets the combined (global) value that the stateful operators use, and the next
+        data moves it only if the policy's result is higher. The new value is written to
+        the offset log by the next batch; if none ran before :meth:`restart`, the driver
+        sets it again after the restart, so a restart keeps it.
+
+        Raises :class:`~pyspark_streamtest.errors.TimeWentBackwardsError` for a value
+        below a query's current watermark (nothing is changed), and ``ValueError`` if the
+        query (or, without ``output``, every query) has no ``withWatermark``.
+        """
+        self._check_open()
+        return self._time.advance_watermark_to(watermark, output)
+
+    def watermark(self, output: str) -> datetime | None:
+        """The event-time watermark the next batch of ``output``'s query will use: the
+        maximum event time its batches have seen minus the ``withWatermark`` delay (the
+        minimum over several watermarks, Spark's default policy), never moving back.
+        The epoch before any event time is seen; None if the query has no watermark."""
+        self._check_open()
+        ms = self._queries.runner(output).watermark_ms()
+        return None if ms is None else from_ms(ms)
+
+    # --- state ----------------------------------------------------------------------------
+    def get_state_store(
+        self,
+        output: str,
+        *,
+        operator_id: int | None = None,
+        store_name: str | None = None,
+        state_var: str | None = None,
+        batch_id: int | None = None,
+        timers: bool = False,
+    ) -> StateStoreView:
+        """A read-only view of the state of ``output``'s query, as of the end of batch
+        ``batch_id`` (default: the last batch run). Needs PySpark 4.0+ (Spark's state
+        data source); see :mod:`pyspark_streamtest.state` for keys and values.
+
+        ``operator_id`` picks the stateful operator when the query has several (see
+        :meth:`describe`); ``store_name`` a store of it other than ``"default"``;
+        ``state_var`` a ``transformWithState(InPandas)`` state variable. Entries are as
+        Spark stores them: for ``applyInPandasWithState`` a value is
+        ``{"groupState": {...}, "timeoutTimestamp": ms}``; for ``dropDuplicates`` it is
+        None (the store keeps keys only); a transformWithState list variable has one entry
+        per element (``get_all(key)`` in list order), a map variable one per map key
+        (``{"user_map_key": {...}, "user_map_value": {...}}``), and ``timers=True``
+        reads the registered timers (``{"expiration_timestamp_ms": ms}`` per timer).
+        Before the query's first batch the view is empty. Reading never changes the query.
+        """
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, store_name=store_name,
+                                state_var=state_var, batch_id=batch_id, timers=timers)
+
+    def get_key_value_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The state of an aggregation without windows (``groupBy(k).agg(...)``), a
+        ``dropDuplicates`` (values None) or an ``applyInPandasWithState`` (values are the
+        user's state, the ``groupState`` struct), as ``key -> value``."""
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="key_value")
+
+    def get_window_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a windowed aggregation (``groupBy(window(...), k)``): entries keyed
+        by the other grouping columns, each with its :class:`~pyspark_streamtest.state.
+        Window` (start and end as datetimes). ``fetch(key, time_from, time_to)`` reads a
+        key's windows, as Kafka's ``WindowStore.fetch``."""
+        self._check_open()
+        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="window")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_session_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a session-window aggregation (``groupBy(session_window(...), k)``):
+        the open sessions per key, each with its window (first event to last event plus
+        the gap) and its aggregate values."""
+        self._check_open()
+        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="session")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_join_store(
+        self,
+        output: str,
+        side: str,
+        *,
+        operator_id: int | None = None,
+        batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The rows a stream-stream join buffers on ``side`` (``"left"`` or ``"right"``),
+        keyed by the join key (``get_all(key)``: a key can buffer several rows). Rows
+        leave the buffer when the watermark passes the join's time bound."""
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, join_side=side,
+                                batch_id=batch_id, shape="join")
+
+    def late_records(self, output: str) -> list[LateRecord]:
+        """Every input record ``output``'s query has dropped as late so far, oldest first,
+        each with the batch that dropped it and the watermark it was compared with.
+
+        The driver applies the rule of the query's stateful operator to each piped
+        record's event time: Spark 3.4+ drops a row by the watermark of the *previous*
+        batch; ``dropDuplicates`` (and ``applyInPandasWithState`` with event-time
+        timeouts) when its event time is at or behind it; a windowed aggregation per
+        window, when the window ended at or before it (a sliding-window record can be
+        dropped from one window and counted in another: ``partial``); a session window
+        when event time + gap is at or behind it. Spark's own count is
+        ``BatchRecord.num_rows_dropped_by_watermark`` (for aggregations it counts rows
+        after partial aggregation, so it can be lower).
+
+        Raises ``ValueError`` with the reason when the driver cannot tell exactly: a
+        stream-stream join (each side drops by a state watermark derived from the join
+        condition), several watermarks or stateful operators, an aggregation not grouped
+        by a window of the event time, transformWithState, or event time that is not an
+        input's ``timestamp_column`` (e.g. parsed from a Kafka value).
+        """
+        self._check_open()
+        return self._state.late_records(output)
+
+    def assert_num_state_rows(
+        self,
+        output: str,
+        *,
+        total: int | Sequence[int],
+        updated: int | Sequence[int] | None = None,
+        batch_id: int | None = None,
+    ) -> None:
+        """Assert the state rows of ``output``'s query after batch ``batch_id`` (default:
+        its last batch), per stateful operator, as Spark's ``assertNumStateRows``.
+
+        ``total`` (and ``updated``) is one number per stateful operator in operator order,
+        or a single number for a query with one. On a mismatch the ``AssertionError``
+        shows expected and actual per operator.
+        """
+        __tracebackhide__ = True
+        self._check_open()
+        self._state.assert_num_state_rows(output, total=total, updated=updated,
+                                          batch_id=batch_id)
+
+    def describe(self) -> TopologyDescription:
+        """Each query's output mode, watermarks (column and delay) and stateful operators
+        (Spark's operator id and name, state store names, key and value schemas),
+        printable like Kafka's ``Topology#describe()``. Operators are known once a batch
+        has run (Spark plans them then); schemas need PySpark 4.0+."""
+        self._check_open()
+        return self._state.describe()
+
+    # --- history and restarts -------------------------------------------------------------
+    @property
+    def batches(self) -> tuple[BatchRecord, ...]:
+        """Every batch run so far, in the order run (across restarts; readable after close)."""
+        return self._history.batches
+
+    def restart(self) -> list[BatchRecord]:
+        """Stop every query and start it again from its checkpoint, as after a crash or a
+        deploy. State and the watermark are recovered by Spark; batch ids continue;
+        records piped but not yet processed stay queued. Spark runs a first trigger at
+        once on start: a data batch if records wait, else nothing. A no-data batch that
+        Spark owed before the restart (to emit windows or evict state after the
+        watermark moved) is *not* run: a restarted query has no last execution to ask,
+        so what was due is done by the next data batch (checked by property tests
+        against Spark on every supported line). Returns the batches that ran."""
+        self._check_open()
+        try:
+            ran = self._queries.restart(self._time.now_ms)
+        except BaseException:
+            self._close_after_failure()
+            raise
+        self._history.absorb(ran)
+        return ran
+
+    # --- internals ------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DriverClosedError(
+                "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
+                "checkpoints of a closed driver are gone)"
+            )
+
+    def _pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+        self._check_open()
+        self._queries.pipe(input_name, lines, records)
+
+    def _frame(self, topic: str, kafka: bool, records: Sequence[TestRecord]) -> DataFrame:
+        schema = None if kafka else self._outputs[topic].dataframe.schema
+        return records_frame(self._spark, schema, records)
+
+    def _close_after_failure(self) -> None:
+        """Close while another error is on its way to the caller; that error wins."""
+        with contextlib.suppress(BaseException):
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._closed = True
+        try:
+            self._queries.close()
+        finally:
+            self._time.stop()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
+        return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
+                f"{len(self._history)} batches>")
+

@@ -1,0 +1,375 @@
+"""Input topic handles: pipe records into one input of the driver's topology.
+
+Handles are made by :meth:`TopologyTestDriver.create_input_topic
+<pyspark_streamtest.TopologyTestDriver.create_input_topic>` and belong to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, overload
+
+from ..core._values import to_json_line
+from ..core.records import TestRecord
+from ..core.time import duration_ms, require_aware
+from ..errors import SchemaMismatchError, StreamTestError
+from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
+from ..kafka.serdes import LOG_APPEND_TIME, Serializer
+from .topology import _InputSpec
+
+__all__ = ["InputLink", "TestInputTopic"]
+
+
+@dataclass(frozen=True)
+class InputLink:
+    """What an input handle needs of its driver (the driver makes one per driver)."""
+
+    check_open: Callable[[], None]
+    """Raises :class:`~pyspark_streamtest.errors.DriverClosedError` once closed."""
+    pipe: Callable[[str, list[str], list[TestRecord]], None]
+    """Queues JSON lines (and their records) for every query reading the input."""
+    now: Callable[[], datetime]
+    """The driver's processing time."""
+    broker: Broker
+    """Partitions and offsets of the Kafka inputs."""
+
+
+class TestInputTopic:
+    """Pipes records into one input of the driver's topology.
+
+    Piping only buffers: the records reach Spark at the driver's next trigger
+    (:meth:`TopologyTestDriver.advance_wall_clock` or
+    :meth:`TopologyTestDriver.process_all_available`), all in the same micro-batch.
+    Every query that reads this input gets the same records.
+
+    **Record time.** A record's event time is the explicit ``timestamp=``, or else this
+    handle's current record time, which then moves by ``auto_advance``. For an input
+    declared with ``timestamp_column`` it fills that column when the value lacks it;
+    for a Kafka input it is the ``timestamp`` column (unless the topic is
+    ``LogAppendTime``: then the broker's time, the driver's processing time when the
+    record is piped, replaces it, as a broker would). Record time is event time only:
+    it never moves processing time (the driver's clock) or the watermark by itself.
+
+    **Kafka inputs** (declared with ``t.kafka_input``) take keys: ``pipe_input(value)``
+    pipes a record with a null key, ``pipe_input(key, value)`` a keyed one, and
+    ``pipe_input(key, None)`` a *tombstone*: Spark's ``value`` column is null, and it is
+    up to the pipeline to treat that as a delete, as with real Kafka. Keys and values
+    go through the topic's serializers (see :mod:`pyspark_streamtest.kafka`), then get a
+    partition (explicit ``partition=`` or Kafka's default partitioner) and the next
+    offset of that partition. ``headers`` (a dict or a list of (key, value) pairs; keys
+    may repeat) reach the ``headers`` column when the input includes headers.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self) -> None:
+        raise TypeError("use TopologyTestDriver.create_input_topic(name)")
+
+    @classmethod
+    def _create(
+        cls,
+        link: InputLink,
+        spec: _InputSpec,
+        start: datetime,
+        auto_advance: timedelta,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+    ) -> TestInputTopic:
+        topic = cls.__new__(cls)
+        topic._link = link
+        topic._spec = spec
+        topic._time = start
+        topic._advance = timedelta(milliseconds=duration_ms(auto_advance, "auto_advance"))
+        topic._key_serializer = key_serializer
+        topic._value_serializer = value_serializer
+        return topic
+
+    _link: InputLink
+    _spec: _InputSpec
+    _time: datetime
+    _advance: timedelta
+    _key_serializer: Serializer | None
+    _value_serializer: Serializer | None
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def is_kafka(self) -> bool:
+        """True for a topic declared with ``t.kafka_input``."""
+        return self._spec.kafka is not None
+
+    @property
+    def current_time(self) -> datetime:
+        """The record time the next record without a timestamp gets."""
+        return self._time
+
+    def advance_time(self, delta: timedelta) -> None:
+        """Move this handle's record time forward by ``delta`` (not processing time, not
+        the watermark)."""
+        self._link.check_open()
+        self._time = self._time + timedelta(milliseconds=duration_ms(delta, "delta"))
+
+    @overload
+    def pipe_input(
+        self, value: Any, /, *, timestamp: datetime | None = None,
+        headers: Any = None, partition: int | None = None,
+    ) -> None: ...
+
+    @overload
+    def pipe_input(
+        self, key: Any, value: Any, /, *, timestamp: datetime | None = None,
+        headers: Any = None, partition: int | None = None,
+    ) -> None: ...
+
+    @overload
+    def pipe_input(
+        self, key: Any, value: Any, timestamp: datetime, /, *,
+        headers: Any = None, partition: int | None = None,
+    ) -> None: ...
+
+    def pipe_input(
+        self, *args: Any, timestamp: datetime | None = None, headers: Any = None,
+        partition: int | None = None,
+    ) -> None:
+        """Queue one record: ``pipe_input(value)``, ``pipe_input(key, value)`` (Kafka
+        inputs) or ``pipe_input(test_record)``.
+
+        For a plain input, ``value`` is a dict by field name (missing nullable fields are
+        null), a Row, or a tuple of all fields in schema order (or of all but the
+        ``timestamp_column``). For a Kafka input, ``key`` and ``value`` are serialized
+        by the topic's serializers; ``None`` stays null (a null value is a tombstone).
+        A :class:`TestRecord` brings its own key, value, timestamp, headers and
+        partition. ``timestamp`` sets the event time (see the class doc); as in Kafka's
+        ``pipeInput(key, value, timestamp)`` it may also be the third positional argument.
+        """
+        self._link.check_open()
+        if len(args) == 3 and timestamp is None:
+            *args_kv, timestamp = args
+            args = tuple(args_kv)
+        if len(args) == 1 and isinstance(args[0], TestRecord):
+            self.pipe_record_list([args[0]])
+            return
+        if len(args) not in (1, 2):
+            raise TypeError(
+                f"pipe_input takes (value), (key, value), (key, value, timestamp) or "
+                f"(TestRecord), got {len(args)} positional arguments"
+            )
+        if self._spec.kafka is None:
+            self._plain_only(len(args) == 2, headers, partition)
+            line, record, self._time = self._encode(args[0], timestamp, self._time)
+            self._link.pipe(self._spec.name, [line], [record])
+            return
+        key, value = (None, args[0]) if len(args) == 1 else args
+        serialized, self._time = self._serialize(key, value, timestamp, headers, partition,
+                                                 self._time)
+        self._pipe_kafka([serialized])
+
+    def pipe_value_list(
+        self,
+        values: Iterable[Any],
+        *,
+        start_timestamp: datetime | None = None,
+        advance: timedelta | None = None,
+    ) -> None:
+        """Queue several records, all or none (a bad value leaves the topic unchanged).
+
+        Without ``start_timestamp`` each record is piped as by :meth:`pipe_input`
+        without ``timestamp``. With it, the records get ``start_timestamp``,
+        ``start_timestamp + advance``, ... (where they lack an event time) and this
+        handle's record time does not move. Kafka records piped this way have null keys.
+        """
+        self._pipe_many([(None, v) for v in values], start_timestamp, advance, keyed=False)
+
+    def pipe_key_value_list(
+        self,
+        key_values: Iterable[tuple[Any, Any]],
+        *,
+        start_timestamp: datetime | None = None,
+        advance: timedelta | None = None,
+    ) -> None:
+        """Kafka inputs: queue several (key, value) pairs, all or none, with times as in
+        :meth:`pipe_value_list`. A pair with value None is a tombstone."""
+        pairs: list[tuple[Any, Any]] = []
+        for index, pair in enumerate(key_values):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"key_values[{index}] must be a (key, value) pair, got {pair!r}")
+            pairs.append((pair[0], pair[1]))
+        self._pipe_many(pairs, start_timestamp, advance, keyed=True)
+
+    def pipe_record_list(self, records: Iterable[TestRecord]) -> None:
+        """Queue :class:`TestRecord` values, all or none. Each brings its ``value``,
+        ``key``, ``timestamp`` (or the handle's record time when None), ``headers`` and
+        ``partition`` (Kafka inputs); other fields are ignored."""
+        self._link.check_open()
+        clock = self._time
+        kafka: list[SerializedRecord] = []
+        lines: list[str] = []
+        plain: list[TestRecord] = []
+        for index, record in enumerate(records):
+            if not isinstance(record, TestRecord):
+                raise TypeError(f"records[{index}] must be a TestRecord, got {record!r}")
+            try:
+                if self._spec.kafka is None:
+                    self._plain_only(record.key is not None, record.headers or None,
+                                     record.partition)
+                    line, encoded, clock = self._encode(record.value, record.timestamp, clock)
+                    lines.append(line)
+                    plain.append(encoded)
+                else:
+                    serialized, clock = self._serialize(
+                        record.key, record.value, record.timestamp, record.headers,
+                        record.partition, clock,
+                    )
+                    kafka.append(serialized)
+            except (StreamTestError, TypeError, ValueError) as error:
+                raise type(error)(f"records[{index}]: {error}") from None
+        self._time = clock
+        if self._spec.kafka is None:
+            self._link.pipe(self._spec.name, lines, plain)
+        else:
+            self._pipe_kafka(kafka)
+
+    def _pipe_many(
+        self,
+        pairs: list[tuple[Any, Any]],
+        start_timestamp: datetime | None,
+        advance: timedelta | None,
+        *,
+        keyed: bool,
+    ) -> None:
+        self._link.check_open()
+        if keyed and self._spec.kafka is None:
+            self._plain_only(True, None, None)
+        if start_timestamp is None and advance is not None:
+            raise ValueError("advance= needs start_timestamp=; without it the handle's "
+                             "auto_advance applies")
+        step = timedelta(milliseconds=duration_ms(advance or timedelta(0), "advance"))
+        clock = self._time
+        explicit = None if start_timestamp is None else require_aware(
+            start_timestamp, "start_timestamp"
+        )
+        lines: list[str] = []
+        records: list[TestRecord] = []
+        serialized: list[SerializedRecord] = []
+        what = "key_values" if keyed else "values"
+        for index, (key, value) in enumerate(pairs):
+            try:
+                if self._spec.kafka is None:
+                    line, record, clock = self._encode(value, explicit, clock)
+                    lines.append(line)
+                    records.append(record)
+                else:
+                    one, clock = self._serialize(key, value, explicit, None, None, clock)
+                    serialized.append(one)
+            except (StreamTestError, TypeError, ValueError) as error:
+                raise type(error)(f"{what}[{index}]: {error}") from None
+            if explicit is not None:
+                explicit = explicit + step
+        if start_timestamp is None:
+            self._time = clock
+        if self._spec.kafka is None:
+            self._link.pipe(self._spec.name, lines, records)
+        else:
+            self._pipe_kafka(serialized)
+
+    def _plain_only(self, keyed: bool, headers: Any, partition: int | None) -> None:
+        if keyed or headers is not None or partition is not None:
+            raise TypeError(
+                f"input {self._spec.name!r} is not a Kafka input, so its records have no key, "
+                "headers or partition; pipe values only, or declare it with t.kafka_input(...)"
+            )
+
+    def _serialize(
+        self, key: Any, value: Any, timestamp: datetime | None, headers: Any,
+        partition: int | None, clock: datetime,
+    ) -> tuple[SerializedRecord, datetime]:
+        kafka = self._spec.kafka
+        assert kafka is not None and self._key_serializer and self._value_serializer
+        name = self._spec.name
+        if partition is not None and (
+            isinstance(partition, bool) or not isinstance(partition, int)
+            or not 0 <= partition < kafka.partitions
+        ):
+            raise ValueError(
+                f"kafka input {name!r}: partition {partition!r} is not in [0, "
+                f"{kafka.partitions}); the topic has {kafka.partitions} partition(s)"
+            )
+        try:
+            key_bytes = None if key is None else self._key_serializer(key)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"kafka input {name!r}: key {key!r}: {error}") from None
+        try:
+            value_bytes = None if value is None else self._value_serializer(value)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"kafka input {name!r}: value {value!r}: {error}") from None
+        if kafka.timestamp_type == LOG_APPEND_TIME:
+            event_time = self._link.now()
+        elif timestamp is not None:
+            event_time = require_aware(timestamp, "timestamp")
+        else:
+            event_time, clock = clock, clock + self._advance
+        record = SerializedRecord(
+            key=key, value=value, key_bytes=key_bytes, value_bytes=value_bytes,
+            timestamp=event_time, headers=normalize_headers(headers), partition=partition,
+        )
+        return record, clock
+
+    def _pipe_kafka(self, records: list[SerializedRecord]) -> None:
+        kafka = self._spec.kafka
+        assert kafka is not None
+        lines, placed = place_input_records(
+            self._link.broker, self._spec.name, kafka.partitions, kafka.timestamp_type,
+            kafka.include_headers, records,
+        )
+        self._link.pipe(self._spec.name, lines, placed)
+
+    def _encode(
+        self, value: Any, timestamp: datetime | None, clock: datetime
+    ) -> tuple[str, TestRecord, datetime]:
+        """(JSON line, record, this handle's record time after it) for one value."""
+        spec = self._spec
+        column = spec.timestamp_column
+        try:
+            if column is not None and isinstance(value, (tuple, list)) and (
+                len(value) == len(spec.encoder.names) - 1
+            ):
+                names = [n for n in spec.encoder.names if n != column]
+                mapping: Mapping[str, Any] = dict(zip(names, value, strict=True))
+            else:
+                mapping = spec.encoder.as_mapping(value, "value")
+            event_time: datetime | None = None
+            if column is None:
+                if timestamp is not None:
+                    raise ValueError(
+                        f"input {spec.name!r} has no timestamp_column, so timestamp= has "
+                        "nowhere to go; declare t.input(..., timestamp_column=...) or put the "
+                        "time in the value"
+                    )
+            else:
+                given = mapping.get(column)
+                if given is None:
+                    if timestamp is None:
+                        event_time = clock
+                        clock = clock + self._advance
+                    else:
+                        event_time = require_aware(timestamp, "timestamp")
+                    mapping = {**mapping, column: event_time}
+                else:
+                    event_time = require_aware(given, f"field {column!r}")
+                    if timestamp is not None and require_aware(timestamp, "timestamp") != given:
+                        raise ValueError(
+                            f"the value's {column!r} ({given.isoformat()}) and timestamp= "
+                            f"({timestamp.isoformat()}) disagree; give the event time once"
+                        )
+            encoded = spec.encoder.encode_mapping(mapping)
+        except SchemaMismatchError as error:
+            raise SchemaMismatchError(f"input {spec.name!r}: {error}") from None
+        record = TestRecord(value=dict(mapping), timestamp=event_time, topic=spec.name)
+        return to_json_line(encoded), record, clock
+
+    def __repr__(self) -> str:
+        return f"<TestInputTopic {self._spec.name!r} at {self._time.isoformat()}>"

@@ -1,0 +1,484 @@
+"""The topology: a user function that declares named inputs and named outputs.
+
+.. code-block:: python
+
+    def clicks_per_user(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                         timestamp_column="ts")
+        counts = (clicks.withWatermark("ts", "10 seconds")
+                        .groupBy(F.window("ts", "10 seconds"), "user").count())
+        t.output("counts", counts, output_mode="append")
+
+Each output becomes one streaming query. Spark's memory source is single-consumer,
+so when several outputs read the same input, the driver calls the function once more
+for each such output and gives every query its own source, fed identical rows. The
+function must therefore be deterministic: the same inputs and outputs on every call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    _parse_datatype_string,
+)
+
+from .._spark.jvm import Jvm
+from .._spark.memory_stream import JsonMemoryStream
+from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
+from ..core._values import StructEncoder
+from ..errors import TopologyError, UnsupportedSchemaError
+from ..kafka.serdes import (
+    CREATE_TIME,
+    KAFKA_HEADERS_TYPE,
+    KAFKA_SOURCE_SCHEMA,
+    LOG_APPEND_TIME,
+    TimestampTypeName,
+)
+
+__all__ = ["OutputMode", "Topology", "TopologyFunction"]
+
+OutputMode = Literal["append", "update", "complete"]
+_MODES = ("append", "update", "complete")
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class _KafkaInput:
+    partitions: int
+    include_headers: bool
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+
+
+@dataclass(frozen=True)
+class _KafkaOutput:
+    partitions: int
+    topic: str | None
+    """The ``topic`` option: overrides any ``topic`` column."""
+    has_key: bool
+    has_partition: bool
+    has_headers: bool
+    has_topic_column: bool
+
+    @property
+    def routes_by_column(self) -> bool:
+        """Rows go to the topic their ``topic`` column names."""
+        return self.topic is None and self.has_topic_column
+
+
+@dataclass(frozen=True)
+class _InputSpec:
+    name: str
+    schema: StructType
+    timestamp_column: str | None
+    encoder: StructEncoder
+    kafka: _KafkaInput | None = None
+
+
+@dataclass(frozen=True)
+class _OutputSpec:
+    name: str
+    output_mode: str
+    kafka: _KafkaOutput | None = None
+
+
+@dataclass(frozen=True)
+class _BuiltOutput:
+    spec: _OutputSpec
+    dataframe: DataFrame
+    streams: tuple[tuple[str, JsonMemoryStream], ...]
+    """(input name, source) for every input this output's query reads."""
+    has_watermark: bool
+    watermarks: tuple[tuple[str, str], ...] = ()
+    late_rule: LateRule | str = "the query has no event-time watermark"
+    """How its stateful operator drops late rows, or why that cannot be stated."""
+    time_columns: tuple[tuple[str, str | None], ...] = ()
+    """(input name, its event-time column) per input it reads."""
+    runs_no_data_batches: bool = True
+    """Spark may run a batch without new data (a watermark to act on, or processing-time
+    timeouts and timers); False lets the driver stop after a data batch."""
+
+
+class Topology:
+    """Declares a topology's inputs and outputs; passed to the user's topology function.
+
+    Not created by users: the :class:`~pyspark_streamtest.TopologyTestDriver` makes one
+    and calls the topology function with it.
+    """
+
+    def __init__(self, spark: SparkSession, _jvm: Jvm) -> None:
+        self._spark = spark
+        self._jvm = _jvm
+        self._inputs: dict[str, _InputSpec] = {}
+        self._streams: dict[str, JsonMemoryStream] = {}
+        self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session the topology runs on (for static DataFrames, UDFs, conf)."""
+        return self._spark
+
+    def input(
+        self,
+        name: str,
+        *,
+        schema: str | StructType,
+        timestamp_column: str | None = None,
+    ) -> DataFrame:
+        """Declare input ``name`` and return it as a streaming DataFrame.
+
+        ``schema`` is a DDL string (``"user STRING, ts TIMESTAMP"``) or a StructType.
+        ``timestamp_column`` names a TIMESTAMP column that holds each record's event
+        time: piping with ``timestamp=`` (or the topic's auto-advancing record time)
+        fills it when the value lacks it. It does not add a watermark; call
+        ``withWatermark`` on the DataFrame as production code does.
+
+        All fields of the returned DataFrame are nullable (Spark's JSON parsing, which
+        carries rows in, makes them so); non-nullable fields are still checked when
+        values are piped.
+        """
+        _check_name(name, "input")
+        struct = _as_struct(schema, name)
+        if timestamp_column is not None:
+            field = next((f for f in struct.fields if f.name == timestamp_column), None)
+            if field is None:
+                raise TopologyError(
+                    f"input {name!r}: timestamp_column {timestamp_column!r} is not in the schema "
+                    f"({struct.simpleString()})"
+                )
+            if not isinstance(field.dataType, TimestampType) or isinstance(
+                field.dataType, TimestampNTZType
+            ):
+                raise TopologyError(
+                    f"input {name!r}: timestamp_column {timestamp_column!r} is "
+                    f"{field.dataType.simpleString()}; it must be TIMESTAMP"
+                )
+        return self._declare_input(name, struct, timestamp_column, None)
+
+    def kafka_input(
+        self,
+        name: str,
+        *,
+        partitions: int = 1,
+        include_headers: bool = False,
+        timestamp_type: TimestampTypeName = "CreateTime",
+    ) -> DataFrame:
+        """Declare a Kafka topic ``name`` as input and return what
+        ``spark.readStream.format("kafka").option("subscribe", name).load()`` returns.
+
+        The columns are exactly those of Spark's Kafka source: ``key`` and ``value``
+        (binary; a null ``value`` is a tombstone), ``topic``, ``partition``, ``offset``,
+        ``timestamp``, ``timestampType``, and ``headers``
+        (``array<struct<key: string, value: binary>>``) when ``include_headers`` is
+        true (Spark's ``includeHeaders`` option). Pipeline code written for the Kafka
+        source runs on it unchanged: cast or parse ``value`` as it does in production.
+
+        ``partitions`` is the topic's partition count (records are spread over them by
+        key, as by Kafka's default partitioner; see :mod:`pyspark_streamtest.kafka`).
+        ``timestamp_type`` is the topic's ``message.timestamp.type``: ``"CreateTime"``
+        (``timestampType`` 0, the timestamp is the record's own, given when piped) or
+        ``"LogAppendTime"`` (1, the driver's processing time when the record is piped).
+        The ``timestamp`` column is the event time a ``withWatermark("timestamp", ...)``
+        reads.
+        """
+        _check_name(name, "input")
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise TopologyError(
+                f"kafka input {name!r}: partitions must be a positive int, got {partitions!r}"
+            )
+        if timestamp_type not in _TIMESTAMP_TYPES:
+            raise TopologyError(
+                f"kafka input {name!r}: timestamp_type must be 'CreateTime' or "
+                f"'LogAppendTime', got {timestamp_type!r}"
+            )
+        struct = KAFKA_SOURCE_SCHEMA
+        if include_headers:
+            struct = StructType([*struct.fields, StructField("headers", KAFKA_HEADERS_TYPE)])
+        kafka = _KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
+        return self._declare_input(name, struct, "timestamp", kafka)
+
+    def _declare_input(
+        self, name: str, struct: StructType, timestamp_column: str | None,
+        kafka: _KafkaInput | None,
+    ) -> DataFrame:
+        if name in self._inputs:
+            raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
+                                "the DataFrame")
+        try:
+            encoder = StructEncoder(struct)
+        except UnsupportedSchemaError as error:
+            raise UnsupportedSchemaError(f"input {name!r}: {error}") from None
+        stream = JsonMemoryStream(self._jvm, struct)
+        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka)
+        self._streams[name] = stream
+        return stream.dataframe
+
+    def output(self, name: str, df: DataFrame, *, output_mode: OutputMode = "append") -> None:
+        """Declare output ``name``: ``df`` runs as one streaming query in ``output_mode``
+        (``"append"``, ``"update"`` or ``"complete"``, as in ``writeStream.outputMode``)."""
+        self._check_output(name, df, output_mode)
+        self._outputs[name] = (_OutputSpec(name, output_mode), df)
+
+    def kafka_output(
+        self,
+        name: str,
+        df: DataFrame,
+        *,
+        topic: str | None = None,
+        partitions: int = 1,
+        output_mode: OutputMode = "append",
+    ) -> None:
+        """Declare output ``name``: ``df`` is written as Spark's Kafka sink writes it.
+
+        ``df`` needs the columns Spark's Kafka sink needs: ``value`` (string or binary,
+        null for a tombstone) and optionally ``key`` (string or binary), ``topic``
+        (string), ``partition`` (int) and ``headers``
+        (``array<struct<key: string, value: binary>>``); other columns are ignored, as
+        by Spark. Strings are written as their UTF-8 bytes.
+
+        Each row goes to the topic in its ``topic`` column, unless ``topic=`` is given
+        (Spark's ``topic`` option, which overrides the column); without either, rows go
+        to the topic named ``name``. A null ``topic`` fails the query, as in Spark. A row
+        with a ``partition`` goes there (it must be below ``partitions``: a real
+        producer fails otherwise, and so does the query); without one, keyed rows are
+        placed by Kafka's default partitioner over ``partitions`` and unkeyed rows
+        round-robin. Each record's timestamp is the processing time of the batch that
+        wrote it (Kafka's producer stamps the time it sends). Read the topics with
+        :meth:`TopologyTestDriver.create_output_topic` and their names with
+        :meth:`TopologyTestDriver.produced_topic_names`.
+        """
+        self._check_output(name, df, output_mode)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise TopologyError(
+                f"kafka output {name!r}: partitions must be a positive int, got {partitions!r}"
+            )
+        if topic is not None:
+            _check_name(topic, "topic")
+        shaped, kafka = _kafka_sink_frame(name, df, topic, partitions)
+        self._outputs[name] = (_OutputSpec(name, output_mode, kafka), shaped)
+
+    def _check_output(self, name: str, df: DataFrame, output_mode: str) -> None:
+        _check_name(name, "output")
+        if name in self._outputs:
+            raise TopologyError(f"output {name!r} is declared twice")
+        if output_mode not in _MODES:
+            raise TopologyError(
+                f"output {name!r}: output_mode {output_mode!r} is not one of {', '.join(_MODES)}"
+            )
+        if not isinstance(df, DataFrame):
+            raise TopologyError(
+                f"output {name!r} must be a DataFrame, got {type(df).__name__}"
+            )
+
+    # --- used by the driver -----------------------------------------------------------------
+    def _built_output(self, name: str) -> _BuiltOutput:
+        spec, df = self._outputs[name]
+        facts = plan_facts(df)
+        if not facts.is_streaming:
+            raise TopologyError(
+                f"output {name!r} is not a streaming DataFrame; build it from t.input(...)"
+            )
+        by_id = {stream.raw_expr_id: input_name for input_name, stream in self._streams.items()}
+        used: list[str] = []
+        for expr_id, leaf in zip(
+            facts.streaming_leaf_expr_ids, facts.streaming_leaf_names, strict=True
+        ):
+            input_name = by_id.get(expr_id)
+            if input_name is None:
+                raise TopologyError(
+                    f"output {name!r} reads a streaming source the driver does not control "
+                    f"({leaf}); declare every stream the topology reads with t.input(...) "
+                    "(or t.kafka_input(...))"
+                )
+            if input_name not in used:
+                used.append(input_name)
+        return _BuiltOutput(
+            spec,
+            df,
+            tuple((input_name, self._streams[input_name]) for input_name in used),
+            facts.has_event_time_watermark,
+            facts.watermarks,
+            _late_rule_for(spec.output_mode, df, facts),
+            tuple((n, self._inputs[n].timestamp_column) for n in used),
+            facts.has_event_time_watermark or facts.has_grouped_state,
+        )
+
+
+def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRule | str:
+    if not facts.has_event_time_watermark:
+        return "the query has no event-time watermark"
+    rule = late_rule(df, facts)
+    if output_mode == "complete" and isinstance(rule, LateRule):
+        # Complete mode keeps the whole result, and Spark counts late rows too (checked
+        # against Spark by the property tests): nothing is dropped.
+        return LateRule("none", rule.column)
+    return rule
+
+
+TopologyFunction = Callable[[Topology], None]
+
+_TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
+
+
+def _kafka_sink_frame(
+    name: str, df: DataFrame, topic: str | None, partitions: int
+) -> tuple[DataFrame, _KafkaOutput]:
+    """Check ``df`` as Spark's Kafka sink does and project it to the sink's columns.
+
+    Failures Spark's sink (or Kafka's producer) raises while writing a row, a null
+    topic and a partition out of range, are raised inside the query too
+    (``raise_error``), so the query fails in the batch that writes such a row.
+    """
+    fields = {f.name: f.dataType for f in df.schema.fields}
+
+    def bad_type(column: str, wanted: str) -> TopologyError:
+        return TopologyError(
+            f"kafka output {name!r}: the {column!r} column is "
+            f"{fields[column].simpleString()}; Spark's Kafka sink needs {wanted}"
+        )
+
+    if "value" not in fields:
+        raise TopologyError(
+            f"kafka output {name!r}: Spark's Kafka sink needs a 'value' column (string or "
+            f"binary); the DataFrame has {', '.join(fields) or 'no columns'}. Select e.g. "
+            "F.to_json(F.struct(...)).alias('value')"
+        )
+    text_or_bytes = (StringType, BinaryType)
+    if not isinstance(fields["value"], text_or_bytes):
+        raise bad_type("value", "string or binary")
+    if "key" in fields and not isinstance(fields["key"], text_or_bytes):
+        raise bad_type("key", "string or binary")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        raise bad_type("topic", "string")
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        raise bad_type("partition", "int")
+    if "headers" in fields and fields["headers"] != KAFKA_HEADERS_TYPE and not (
+        isinstance(fields["headers"], ArrayType)
+        and isinstance(fields["headers"].elementType, StructType)
+        and [(f.name, f.dataType) for f in fields["headers"].elementType.fields]
+        == [("key", StringType()), ("value", BinaryType())]
+    ):
+        raise bad_type("headers", "array<struct<key: string, value: binary>>")
+
+    if topic is not None:
+        topic_col = F.lit(topic)
+    elif "topic" in fields:
+        topic_col = F.when(
+            F.col("topic").isNull(),
+            F.raise_error(F.lit(
+                f"kafka output {name!r}: a row has a null 'topic'; give every row a topic, "
+                "or set topic= on kafka_output"
+            )),
+        ).otherwise(F.col("topic"))
+    else:
+        topic_col = F.lit(name)
+    columns = [
+        (F.col("key") if "key" in fields else F.lit(None).cast("binary")).alias("key"),
+        F.col("value").alias("value"),
+        topic_col.cast("string").alias("topic"),
+    ]
+    if "partition" in fields:
+        part = F.col("partition")
+        columns.append(
+            F.when(
+                part.isNotNull() & ((part < 0) | (part >= partitions)),
+                F.raise_error(F.concat(
+                    F.lit(f"kafka output {name!r}: partition "), part.cast("string"),
+                    F.lit(f" is out of range [0, {partitions}); declare kafka_output(..., "
+                          "partitions=N) with enough partitions"),
+                )),
+            ).otherwise(part).cast("int").alias("partition")
+        )
+    if "headers" in fields:
+        columns.append(F.col("headers").alias("headers"))
+    kafka = _KafkaOutput(
+        partitions=partitions,
+        topic=topic,
+        has_key="key" in fields,
+        has_partition="partition" in fields,
+        has_headers="headers" in fields,
+        has_topic_column="topic" in fields,
+    )
+    return df.select(*columns), kafka
+
+
+def _check_name(name: object, kind: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TopologyError(
+            f"{kind} name {name!r} must be a non-empty string of letters, digits, '_', '-', '.'"
+        )
+
+
+def _as_struct(schema: object, name: str) -> StructType:
+    if isinstance(schema, StructType):
+        return schema
+    if isinstance(schema, str):
+        try:
+            parsed = _parse_datatype_string(schema)
+        except Exception as error:
+            raise TopologyError(
+                f"input {name!r}: cannot parse schema {schema!r}: {str(error).splitlines()[0]}"
+            ) from None
+        if isinstance(parsed, StructType):
+            return parsed
+    raise TopologyError(
+        f"input {name!r}: schema must be a DDL string such as 'user STRING, ts TIMESTAMP' or a "
+        f"StructType, got {schema!r}"
+    )
+
+
+def build_topology(
+    function: TopologyFunction, spark: SparkSession, jvm: Jvm
+) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
+    """Run the topology function and give every output query its own sources."""
+    first = _call(function, spark, jvm)
+    if not first._outputs:
+        raise TopologyError(
+            "the topology function declared no output; call t.output(name, df) at least once"
+        )
+    signature = _signature(first)
+    claimed: set[str] = set()
+    built: list[_BuiltOutput] = []
+    for name in first._outputs:
+        output = first._built_output(name)
+        reads = {input_name for input_name, _ in output.streams}
+        if reads & claimed:  # another query already consumes one of these sources
+            again = _call(function, spark, jvm)
+            if _signature(again) != signature:
+                raise TopologyError(
+                    "the topology function declared different inputs or outputs when called "
+                    "again; it must declare the same ones on every call (it is called once "
+                    "per output that shares an input)"
+                )
+            output = again._built_output(name)
+        claimed |= reads
+        built.append(output)
+    return first._inputs, built
+
+
+def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm) -> Topology:
+    topology = Topology(spark, jvm)
+    function(topology)
+    return topology
+
+
+def _signature(t: Topology) -> tuple[object, ...]:
+    return (
+        tuple(
+            (s.name, s.schema.json(), s.timestamp_column, s.kafka) for s in t._inputs.values()
+        ),
+        tuple(spec for spec, _ in t._outputs.values()),
+    )

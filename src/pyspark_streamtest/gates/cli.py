@@ -1,0 +1,170 @@
+"""The ``pyspark-streamtest`` command.
+
+``demo``
+    Run the example topology on the canned clickstream and print the batch timeline
+    (``--picture FILE.svg`` also draws it).
+``run SCENARIO... [--topology mod:func] [--junitxml FILE] [--timeline-dir DIR]``
+    Run scenario files (:mod:`pyspark_streamtest.scenario`); print PASS/FAIL per file
+    with the difference and the timeline of each failure. Exit status 0 when every
+    scenario passed, 1 when any failed or a file is invalid, 2 for a usage error.
+``check-determinism SCENARIO... [--runs N] [--cpu-load K] [--topology mod:func]``
+    Run each scenario N times (default 3), with K busy processes competing for the CPU
+    meanwhile, and compare the batch histories (batches, watermarks, records in and
+    out, state rows, outcome). Exit status 1 with the first differing batch if any run
+    differs, or if a scenario fails its expectations; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..core._files import safe_file_name
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyspark-streamtest",
+        description="Deterministic tests for PySpark Structured Streaming.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo",
+        help="run the example topology on the canned clickstream and print the batch timeline",
+    )
+    demo.add_argument("--picture", metavar="FILE",
+                      help="also draw the timeline to FILE (.svg, or .png with matplotlib)")
+    run = commands.add_parser("run", help="run scenario files (exit 0 if all pass, else 1)")
+    run.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    run.add_argument("--topology", metavar="MODULE:FUNCTION",
+                     help="the topology function (overrides the files' 'topology')")
+    run.add_argument("--junitxml", metavar="FILE", help="write a JUnit XML report to FILE")
+    run.add_argument("--timeline-dir", metavar="DIR",
+                     help="write an SVG timeline picture of each failing scenario to DIR")
+    gate = commands.add_parser(
+        "check-determinism",
+        help="run scenarios several times and fail if any run differs (exit 0/1)")
+    gate.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    gate.add_argument("--runs", type=int, default=3, help="runs per scenario (default 3)")
+    gate.add_argument("--cpu-load", type=int, default=0, metavar="K",
+                      help="busy processes competing for the CPU meanwhile (default 0)")
+    gate.add_argument("--topology", metavar="MODULE:FUNCTION",
+                      help="the topology function (overrides the files' 'topology')")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from ._demo import run_demo
+
+        print(run_demo(picture=args.picture))
+        return 0
+    if args.command == "run":
+        return _run(args)
+    if args.runs < 2:
+        parser.error("--runs must be at least 2")
+    if args.cpu_load < 0:
+        parser.error("--cpu-load must be 0 or more")
+    return _check_determinism(args)
+
+
+def _run(args: Any) -> int:
+    from ..reporting.picture import write_timeline_picture
+    from ..reporting.timeline import format_timeline
+    from .scenario import (
+        ScenarioError,
+        ScenarioResult,
+        invalid_result,
+        junit_xml,
+        load_scenario,
+        run_scenario,
+    )
+
+    results: list[ScenarioResult] = []
+    properties: dict[str, dict[str, str]] = {}
+    invalid = 0
+    for path in args.scenarios:
+        try:
+            scenario = load_scenario(path)
+            result = run_scenario(scenario, topology=args.topology)
+        except ScenarioError as error:
+            invalid += 1
+            print(f"ERROR {path}\n  {error}")
+            results.append(invalid_result(path, error))
+            continue
+        results.append(result)
+        if result.passed:
+            print(f"PASS {path} ({result.scenario.name}, {len(result.batches)} batches, "
+                  f"{result.seconds:.2f} s)")
+            continue
+        print(f"FAIL {path} ({result.scenario.name})")
+        print(_indent(result.message))
+        print(_indent("batch timeline:\n" + format_timeline(result.batches)))
+        if args.timeline_dir:
+            name = safe_file_name(os.path.basename(path)) + ".svg"
+            picture = write_timeline_picture(
+                result.batches, os.path.join(args.timeline_dir, name),
+                title=f"{result.scenario.name} (failed)")
+            properties[path] = {"streamtest_timeline": picture}
+            print(f"  timeline picture: {picture}")
+    if args.junitxml:
+        folder = os.path.dirname(args.junitxml)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        with open(args.junitxml, "w", encoding="utf-8") as out:
+            out.write(junit_xml(results, properties=properties))
+    failed = sum(not r.passed for r in results)
+    print(f"{len(results) - failed} passed, {failed} failed" +
+          (f" ({invalid} invalid)" if invalid else ""))
+    return 1 if failed else 0
+
+
+def _check_determinism(args: Any) -> int:
+    from ..reporting.golden import describe_difference
+    from ._load import busy_processes
+    from .scenario import ScenarioError, load_scenario, run_scenario, scenario_history
+
+    status = 0
+    with busy_processes(args.cpu_load):
+        for path in args.scenarios:
+            try:
+                scenario = load_scenario(path)
+                histories = []
+                outcomes = []
+                for _ in range(args.runs):
+                    result = run_scenario(scenario, topology=args.topology)
+                    histories.append(scenario_history(result))
+                    outcomes.append(result)
+            except ScenarioError as error:
+                print(f"ERROR {path}\n  {error}")
+                status = 1
+                continue
+            differing = next((i for i, h in enumerate(histories) if h != histories[0]), None)
+            if differing is not None:
+                status = 1
+                print(f"NOT DETERMINISTIC {path}: run {differing + 1} of {args.runs} differs "
+                      f"from run 1 (cpu load {args.cpu_load})")
+                print(_indent(describe_difference(histories[0], histories[differing])))
+            elif not outcomes[0].passed:
+                status = 1
+                print(f"DETERMINISTIC BUT FAILING {path}: {args.runs} identical runs, each "
+                      f"failing:\n{_indent(outcomes[0].message)}")
+            else:
+                print(f"DETERMINISTIC {path}: {args.runs} identical runs "
+                      f"({len(outcomes[0].batches)} batches each, cpu load {args.cpu_load})")
+    return status
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

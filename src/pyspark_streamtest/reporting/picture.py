@@ -1,0 +1,335 @@
+"""The batch timeline as a picture: event time against processing time.
+
+Each micro-batch is a column at its processing time (x). In it:
+
+* every input record the batch read is a dot at its event time (y), one colour per input;
+* records a stateful operator dropped as late are red crosses (where the driver knows
+  them exactly: :attr:`~pyspark_streamtest.BatchRecord.late_records`);
+* every row the batch emitted with a window (a ``start``/``end`` struct) is a green bar
+  spanning the window's event time, labelled with the row's other fields; rows without
+  a window are green triangles along the top;
+* the watermark each batch ran with is a step line (dashed after the last batch: the
+  watermark the next batch will use), one per output with a watermark.
+
+:func:`timeline_svg` needs nothing beyond the standard library; :func:`write_timeline_picture`
+writes ``.svg`` always and ``.png`` where matplotlib is installed. The picture depends
+only on the batches (no clock, paths or random ids), so it is the same on every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from xml.sax.saxutils import escape
+
+from ..core._stable import stable_json
+from ..core.records import BatchRecord
+from ..core.time import to_ms
+
+__all__ = ["timeline_svg", "write_timeline_picture"]
+
+_WIDTH, _HEIGHT = 960, 560
+_LEFT, _RIGHT, _TOP, _BOTTOM = 90, 210, 48, 56
+_INPUT_COLOURS = ("#1f77b4", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+_WATERMARK_COLOURS = ("#444444", "#d62728", "#2ca02c")
+_EMIT = "#2ca02c"
+_LATE = "#d62728"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """One drawing primitive, in pixels: ``kind`` is circle, cross, rect, line, path,
+    triangle or text."""
+
+    kind: str
+    x: float
+    y: float
+    w: float = 0.0
+    h: float = 0.0
+    colour: str = "#000000"
+    text: str = ""
+    points: tuple[tuple[float, float], ...] = ()
+    dashed: bool = False
+    size: float = 11.0
+    anchor: str = "start"
+    opacity: float = 1.0
+
+
+def _window(value: Any) -> tuple[datetime, datetime] | None:
+    if not isinstance(value, Mapping):
+        return None
+    for field in value.values():
+        if (isinstance(field, Mapping) and isinstance(field.get("start"), datetime)
+                and isinstance(field.get("end"), datetime)):
+            return field["start"], field["end"]
+    return None
+
+
+def _label(value: Any) -> str:
+    if not isinstance(value, Mapping):
+        return stable_json(value)
+    rest = {k: v for k, v in value.items()
+            if not (isinstance(v, Mapping) and "start" in v and "end" in v)}
+    return " ".join(f"{k}={stable_json(v).strip(chr(34))}" for k, v in rest.items())
+
+
+def _clock(ms: int, span_ms: int) -> str:
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    if span_ms >= 2 * 86_400_000:
+        return moment.strftime("%m-%d %H:%M")
+    text = moment.strftime("%H:%M:%S")
+    return text + (f".{ms % 1000:03d}" if span_ms < 5000 else "")
+
+
+def _ticks(low: int, high: int, count: int = 6) -> list[int]:
+    span = max(1, high - low)
+    steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000,
+             60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000,
+             21_600_000, 43_200_000, 86_400_000]
+    step = next((s for s in steps if span / s <= count), steps[-1] * (span // steps[-1] + 1))
+    first = -(-low // step) * step
+    return list(range(first, high + 1, step))
+
+
+def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
+    times = [to_ms(b.processing_time) for b in batches]
+    events: list[int] = []
+    for batch in batches:
+        events.extend(to_ms(r.timestamp) for r in batch.input_records if r.timestamp)
+        for record in batch.output_records:
+            window = _window(record.value)
+            if window:
+                events.extend(to_ms(t) for t in window)
+        for mark in (batch.watermark, batch.watermark_after):
+            if mark is not None and to_ms(mark) > 0:
+                events.append(to_ms(mark))
+    x_low, x_high = (min(times), max(times)) if times else (0, 1000)
+    x_pad = max(500, (x_high - x_low) // 20)
+    x_low, x_high = x_low - x_pad, x_high + x_pad
+    events = [e for e in events if e > 0] or [x_low, x_high]
+    y_low, y_high = min(events), max(events)
+    y_pad = max(500, (y_high - y_low) // 15)
+    y_low, y_high = y_low - y_pad, y_high + y_pad
+    plot_w, plot_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
+
+    def px(ms: int) -> float:
+        return _LEFT + (ms - x_low) * plot_w / (x_high - x_low)
+
+    def py(ms: int) -> float:
+        clamped = min(max(ms, y_low), y_high)
+        return _TOP + plot_h - (clamped - y_low) * plot_h / (y_high - y_low)
+
+    shapes = [
+        _Shape("rect", 0, 0, _WIDTH, _HEIGHT, "#ffffff"),
+        _Shape("text", _WIDTH / 2, 26, text=title, size=15, anchor="middle"),
+        _Shape("rect", _LEFT, _TOP, plot_w, plot_h, "#fafafa"),
+    ]
+    for tick in _ticks(x_low, x_high):
+        shapes.append(_Shape("line", 0, 0, colour="#e0e0e0",
+                             points=((px(tick), _TOP), (px(tick), _TOP + plot_h))))
+        shapes.append(_Shape("text", px(tick), _TOP + plot_h + 18,
+                             text=_clock(tick, x_high - x_low), size=10, anchor="middle"))
+    for tick in _ticks(y_low, y_high):
+        shapes.append(_Shape("line", 0, 0, colour="#e0e0e0",
+                             points=((_LEFT, py(tick)), (_LEFT + plot_w, py(tick)))))
+        shapes.append(_Shape("text", _LEFT - 6, py(tick) + 4,
+                             text=_clock(tick, y_high - y_low), size=10, anchor="end"))
+    shapes.append(_Shape("text", _LEFT + plot_w / 2, _HEIGHT - 14,
+                         text="processing time (one column per micro-batch)", size=12,
+                         anchor="middle"))
+    shapes.append(_Shape("text", 16, _TOP + plot_h / 2, text="event time", size=12,
+                         anchor="middle", w=-90))
+    # batch columns and their ids
+    single_output = len({b.output for b in batches}) == 1
+    for batch, at in zip(batches, times, strict=True):
+        shapes.append(_Shape("line", 0, 0, colour="#c8c8c8", dashed=True,
+                             points=((px(at), _TOP), (px(at), _TOP + plot_h))))
+        if single_output:
+            shapes.append(_Shape("text", px(at), _TOP - 6, text=str(batch.batch_id), size=9,
+                                 anchor="middle", colour="#777777"))
+    if single_output and batches:
+        shapes.append(_Shape("text", _LEFT - 6, _TOP - 6, text="batch", size=9, anchor="end",
+                             colour="#777777"))
+    # watermarks, one step line per output
+    outputs = list(dict.fromkeys(b.output for b in batches if b.watermark is not None))
+    for index, output in enumerate(outputs):
+        # the epoch is Spark's "no event time seen yet", not a time to draw
+        own = [b for b in batches if b.output == output and b.watermark is not None
+               and to_ms(b.watermark) > 0]
+        colour = _WATERMARK_COLOURS[index % len(_WATERMARK_COLOURS)]
+        points: list[tuple[float, float]] = []
+        for batch in own:
+            assert batch.watermark is not None
+            x, y = px(to_ms(batch.processing_time)), py(to_ms(batch.watermark))
+            if points:
+                points.append((x, points[-1][1]))
+            points.append((x, y))
+        if points:
+            shapes.append(_Shape("path", 0, 0, colour=colour, points=tuple(points)))
+            last = own[-1]
+            if last.watermark_after is not None:
+                end = px(x_high)
+                after = py(to_ms(last.watermark_after))
+                shapes.append(_Shape("path", 0, 0, colour=colour, dashed=True,
+                                     points=(points[-1], (points[-1][0], after), (end, after))))
+    # emitted rows
+    bar = max(4.0, min(14.0, plot_w / max(1, len(batches)) / 3))
+    labelled = sum(len(b.output_records) for b in batches) <= 24
+    for batch, at in zip(batches, times, strict=True):
+        loose = 0
+        stacked: dict[tuple[datetime, datetime], int] = {}
+        for record in batch.output_records:
+            window = _window(record.value)
+            if window is None:
+                loose += 1
+                shapes.append(_Shape("triangle", px(at), _TOP + 8 + 9 * (loose - 1), w=5,
+                                     colour=_EMIT))
+                continue
+            top, bottom = py(to_ms(window[1])), py(to_ms(window[0]))
+            shapes.append(_Shape("rect", px(at) - bar / 2, top, bar, bottom - top, _EMIT,
+                                 opacity=0.35))
+            if labelled:
+                row = stacked[window] = stacked.get(window, -1) + 1
+                shapes.append(_Shape("text", px(at) + bar / 2 + 3, top + 11 + 12 * row,
+                                     text=_label(record.value), size=10, colour="#1b5e20"))
+    # input records, then late ones on top
+    inputs = list(dict.fromkeys(r.topic for b in batches for r in b.input_records))
+    for batch, at in zip(batches, times, strict=True):
+        for record in batch.input_records:
+            if record.timestamp is None:
+                continue
+            colour = _INPUT_COLOURS[inputs.index(record.topic) % len(_INPUT_COLOURS)]
+            shapes.append(_Shape("circle", px(at), py(to_ms(record.timestamp)), w=4.5,
+                                 colour=colour, opacity=0.85))
+        for late in batch.late_records or ():
+            if late.record.timestamp is not None:
+                shapes.append(_Shape("cross", px(at), py(to_ms(late.record.timestamp)), w=7,
+                                     colour=_LATE))
+    # legend
+    x0, y0 = _WIDTH - _RIGHT + 16, _TOP + 8
+    entries: list[tuple[str, str, str]] = [("circle", c, f"record in '{name}'") for name, c in
+                                           zip(inputs, _INPUT_COLOURS, strict=False)]
+    entries.append(("cross", _LATE, "dropped as late"))
+    entries.extend(("line", _WATERMARK_COLOURS[i % len(_WATERMARK_COLOURS)],
+                    f"watermark of '{name}'") for i, name in enumerate(outputs))
+    entries.append(("rect", _EMIT, "emitted window row"))
+    entries.append(("triangle", _EMIT, "emitted row (no window)"))
+    for index, (kind, colour, text) in enumerate(entries):
+        y = y0 + 20 * index
+        if kind == "line":
+            shapes.append(_Shape("line", 0, 0, colour=colour,
+                                 points=((x0 - 6, y), (x0 + 8, y))))
+        elif kind == "rect":
+            shapes.append(_Shape("rect", x0 - 3, y - 7, 7, 14, colour, opacity=0.35))
+        else:
+            shapes.append(_Shape(kind, x0, y, w=5 if kind != "cross" else 6, colour=colour))
+        shapes.append(_Shape("text", x0 + 16, y + 4, text=text, size=11))
+    return shapes
+
+
+def _svg_shape(shape: _Shape) -> str:
+    fill = f'fill="{shape.colour}"'
+    if shape.opacity != 1.0:
+        fill += f' fill-opacity="{shape.opacity}"'
+    if shape.kind == "rect":
+        return (f'<rect x="{shape.x:.1f}" y="{shape.y:.1f}" width="{shape.w:.1f}" '
+                f'height="{shape.h:.1f}" {fill}/>')
+    if shape.kind == "circle":
+        return f'<circle cx="{shape.x:.1f}" cy="{shape.y:.1f}" r="{shape.w}" {fill}/>'
+    if shape.kind == "triangle":
+        s = shape.w
+        return (f'<polygon points="{shape.x - s:.1f},{shape.y - s:.1f} {shape.x + s:.1f},'
+                f'{shape.y - s:.1f} {shape.x:.1f},{shape.y + s:.1f}" {fill}/>')
+    if shape.kind == "cross":
+        s = shape.w
+        return (f'<path d="M{shape.x - s:.1f},{shape.y - s:.1f}L{shape.x + s:.1f},'
+                f'{shape.y + s:.1f}M{shape.x - s:.1f},{shape.y + s:.1f}L{shape.x + s:.1f},'
+                f'{shape.y - s:.1f}" stroke="{shape.colour}" stroke-width="2.5"/>')
+    if shape.kind in ("line", "path"):
+        d = "M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in shape.points)
+        dash = ' stroke-dasharray="5,4"' if shape.dashed else ""
+        width = "2" if shape.kind == "path" else "1"
+        return f'<path d="{d}" fill="none" stroke="{shape.colour}" stroke-width="{width}"{dash}/>'
+    rotate = f' transform="rotate(-90 {shape.x:.1f} {shape.y:.1f})"' if shape.w else ""
+    return (f'<text x="{shape.x:.1f}" y="{shape.y:.1f}" font-size="{shape.size}" '
+            f'text-anchor="{shape.anchor}" fill="{shape.colour}"{rotate}>'
+            f'{escape(shape.text)}</text>')
+
+
+def timeline_svg(batches: Iterable[BatchRecord], *, title: str = "batch timeline") -> str:
+    """The picture (see the module doc) as SVG text."""
+    shapes = _scene(tuple(batches), title)
+    body = "\n".join(_svg_shape(s) for s in shapes)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{_HEIGHT}" '
+            f'viewBox="0 0 {_WIDTH} {_HEIGHT}" font-family="DejaVu Sans, Arial, sans-serif">\n'
+            f"{body}\n</svg>\n")
+
+
+def _png(shapes: list[_Shape], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import patches
+        from matplotlib import pyplot as plt
+    except ImportError:
+        raise ImportError("writing a PNG timeline needs matplotlib (pip install matplotlib); "
+                          "write .svg instead, which needs nothing") from None
+    figure = plt.figure(figsize=(_WIDTH / 100, _HEIGHT / 100), dpi=100)
+    axes = figure.add_axes((0, 0, 1, 1))
+    axes.set_xlim(0, _WIDTH)
+    axes.set_ylim(_HEIGHT, 0)
+    axes.axis("off")
+    for shape in shapes:
+        alpha = shape.opacity
+        if shape.kind == "rect":
+            axes.add_patch(patches.Rectangle((shape.x, shape.y), shape.w, shape.h,
+                                             color=shape.colour, alpha=alpha, linewidth=0))
+        elif shape.kind == "circle":
+            axes.add_patch(patches.Circle((shape.x, shape.y), shape.w, color=shape.colour,
+                                          alpha=alpha))
+        elif shape.kind == "triangle":
+            s = shape.w
+            axes.add_patch(patches.Polygon(
+                [(shape.x - s, shape.y - s), (shape.x + s, shape.y - s), (shape.x, shape.y + s)],
+                color=shape.colour))
+        elif shape.kind == "cross":
+            s = shape.w
+            axes.plot([shape.x - s, shape.x + s], [shape.y - s, shape.y + s], color=shape.colour,
+                      linewidth=2.5)
+            axes.plot([shape.x - s, shape.x + s], [shape.y + s, shape.y - s], color=shape.colour,
+                      linewidth=2.5)
+        elif shape.kind in ("line", "path"):
+            xs, ys = zip(*shape.points, strict=True)
+            axes.plot(xs, ys, color=shape.colour, linewidth=2 if shape.kind == "path" else 1,
+                      linestyle="--" if shape.dashed else "-")
+        else:
+            axes.text(shape.x, shape.y, shape.text, fontsize=shape.size * 0.75,
+                      color=shape.colour, rotation=90 if shape.w else 0,
+                      ha={"start": "left", "middle": "center", "end": "right"}[shape.anchor],
+                      va="baseline")
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write_timeline_picture(
+    batches: Iterable[BatchRecord], path: str | os.PathLike[str], *,
+    title: str = "batch timeline",
+) -> str:
+    """Write the picture to ``path``: SVG for ``.svg``, PNG for ``.png`` (needs
+    matplotlib; ``ImportError`` saying so otherwise). Makes missing folders; returns the
+    path written."""
+    target = os.fspath(path)
+    suffix = os.path.splitext(target)[1].lower()
+    if suffix not in (".svg", ".png"):
+        raise ValueError(f"picture path {target!r} must end in .svg or .png")
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    if suffix == ".svg":
+        with open(target, "w", encoding="utf-8", newline="\n") as out:
+            out.write(timeline_svg(batches, title=title))
+    else:
+        _png(_scene(tuple(batches), title), target)
+    return target
