@@ -165,3 +165,26 @@ def test_pytest_collects_scenario_files(pytester, tmp_path):
                               "test_fails_after_a_batch"}
     for path in timelines.values():
         assert Path(path).read_text().startswith("<svg")
+
+
+def test_a_scenario_finds_its_topology_module_beside_it(tmp_path, monkeypatch, spark):
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "beside_topologies.py").write_text(
+        "from pyspark.sql import functions as F\n\n"
+        "def upper_users(t):\n"
+        "    clicks = t.input('clicks', schema='user STRING, url STRING, ts TIMESTAMP',\n"
+        "                     timestamp_column='ts')\n"
+        "    t.output('users', clicks.select(F.upper('user').alias('user')))\n"
+    )
+    scenario = folder / "upper.streamtest.yaml"
+    scenario.write_text(
+        "topology: beside_topologies:upper_users\n"
+        "steps:\n"
+        "  - pipe: {topic: clicks, records: [{value: {user: ann, url: /}}]}\n"
+        "  - process\n"
+        "  - expect: {topic: users, values: [{user: ANN}]}\n"
+    )
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    result = run_scenario(scenario, spark=spark)
+    assert result.passed, result.message
