@@ -1,0 +1,189 @@
+"""Every ```python block of the documentation pages runs, so the docs stay true.
+
+One test per page of ``docs/**/*.md``. The page's ```python blocks run in order in one
+namespace (as one module would); then every function in that namespace named
+``test_*`` is called, its parameters filled by name from pytest fixtures (``spark``,
+``topology_driver``, ``tmp_path``, ...), so a page can show a real pytest test and it
+really runs. A ``@pytest.mark.streamtest_requires(Feature.X)`` mark on such a function is
+honoured as the plugin honours it: the page is skipped, with the reason, where the
+session lacks the feature.
+
+A block that must not run (a failure message, pseudo-code, a shell command) uses another
+fence language (```text, ```console, ```yaml). A block preceded by the line
+``<!-- requires: NAME -->`` documents API still being added: the page is skipped while
+``pyspark_streamtest.TestOutputTopic`` has no attribute ``NAME``.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGES = sorted(DOCS.rglob("*.md"))
+
+# Pages that teach by example: each must have runnable python blocks.
+PAGES_WITH_EXAMPLES = {
+    "index.md",
+    "getting-started.md",
+    "concepts.md",
+    "how-to/port-from-spark-streamtest.md",
+    "how-to/port-from-kafka-streams.md",
+    "how-to/windowed-aggregation.md",
+    "how-to/kafka-topics.md",
+    "how-to/state-stores.md",
+    "how-to/property-tests.md",
+    "how-to/ci-gates.md",
+    "how-to/compare-dataframes.md",
+}
+MIN_BLOCKS = 15
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+_REQUIRES = re.compile(r"^\s*<!--\s*requires:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced ```python block: its code (dedented), the page line of its first code
+    line, and the API it requires (``<!-- requires: NAME -->`` before it), if any."""
+
+    code: str
+    line: int
+    requires: str | None
+
+
+def python_blocks(page: Path) -> list[Block]:
+    """The ```python (or ```py) blocks of ``page``, in order. Fences may be indented
+    (inside admonitions and tabs); the language is the first word of the info string."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        words = opening["info"].split()
+        language = words[0].lower() if words else ""
+        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        requires = _REQUIRES.match(previous)
+        body: list[str] = []
+        index += 1
+        start = index + 1  # 1-based page line of the first code line
+        while index < len(lines):
+            closing = _FENCE.match(lines[index])
+            if closing and closing["fence"][0] == fence[0] and len(closing["fence"]) >= len(
+                fence
+            ) and not closing["info"].strip():
+                break
+            body.append(lines[index][len(indent):] if lines[index].startswith(indent)
+                        else lines[index].lstrip())
+            index += 1
+        index += 1
+        if language in ("python", "py"):
+            blocks.append(Block("\n".join(body) + "\n", start,
+                                requires["name"] if requires else None))
+    return blocks
+
+
+def _compile(source: str, filename: str, config: pytest.Config) -> Any:
+    """Compile a block with pytest's assertion rewriting, so a failing ``assert`` in a page
+    shows its values as it would in a test module."""
+    tree = ast.parse(source, filename)
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:  # pytest moved it: plain asserts still fail, with less detail
+        pass
+    else:
+        rewrite_asserts(tree, source.encode("utf-8"), filename, config)
+    return compile(tree, filename, "exec")
+
+
+def _page_id(page: Path) -> str:
+    return page.relative_to(DOCS).as_posix()
+
+
+def _missing_api(blocks: list[Block]) -> list[str]:
+    from pyspark_streamtest import TestOutputTopic
+
+    return sorted({b.requires for b in blocks
+                   if b.requires is not None and not hasattr(TestOutputTopic, b.requires)})
+
+
+def _missing_features(function: Any, spark: Any) -> list[str]:
+    """What the ``streamtest_requires`` marks of ``function`` ask for and ``spark`` lacks."""
+    from pyspark_streamtest import supported_features
+    from pyspark_streamtest.features import as_feature
+
+    wanted = [as_feature(feature)
+              for mark in getattr(function, "pytestmark", [])
+              if mark.name == "streamtest_requires"
+              for feature in mark.args]
+    have = supported_features(spark) if wanted else frozenset()
+    return [f"{f.description} (added in PySpark {f.added_in})" for f in wanted if f not in have]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page(page: Path, request: pytest.FixtureRequest) -> None:
+    blocks = python_blocks(page)
+    name = _page_id(page)
+    if name in PAGES_WITH_EXAMPLES:
+        assert blocks, f"{name} teaches by example but has no ```python block"
+    if not blocks:
+        return
+    missing = _missing_api(blocks)
+    if missing:
+        pytest.skip(f"{name} documents TestOutputTopic.{', '.join(missing)}, not in this "
+                    "version yet")
+    spark = request.getfixturevalue("spark")  # pages may make drivers at the top level
+    namespace: dict[str, Any] = {"__name__": "docs_" + re.sub(r"\W", "_", name[:-3])}
+    for block in blocks:
+        # Padded so that tracebacks give the page's own line numbers.
+        source = "\n" * (block.line - 1) + block.code
+        exec(_compile(source, f"docs/{name}", request.config), namespace)
+    skipped: list[str] = []
+    for function_name, function in list(namespace.items()):
+        if not function_name.startswith("test_") or not callable(function):
+            continue
+        lacking = _missing_features(function, spark)
+        if lacking:
+            skipped.append(f"{function_name} needs {', '.join(lacking)}")
+            continue
+        arguments = {parameter: request.getfixturevalue(parameter)
+                     for parameter in inspect.signature(function).parameters}
+        function(**arguments)
+    if skipped:
+        pytest.skip(f"{name}: " + "; ".join(skipped))
+
+
+def test_the_pages_have_many_runnable_examples() -> None:
+    runnable = [block for page in PAGES
+                for blocks in [python_blocks(page)] if not _missing_api(blocks)
+                for block in blocks]
+    assert len(runnable) >= MIN_BLOCKS, (
+        f"only {len(runnable)} runnable ```python blocks in docs/; the pages should teach by "
+        f"example (at least {MIN_BLOCKS})"
+    )
+
+
+def test_the_block_parser_reads_fences_and_requirements(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# t\n"
+        "```python\nx = 1\n```\n"
+        "```text\nnot run\n```\n"
+        "!!! note\n    ```python\n    y = x + 1\n    ```\n"
+        "<!-- requires: to_dataframe -->\n"
+        "```python\nz = 3\n```\n",
+        encoding="utf-8",
+    )
+    blocks = python_blocks(page)
+    assert [(b.code, b.line, b.requires) for b in blocks] == [
+        ("x = 1\n", 3, None), ("y = x + 1\n", 10, None), ("z = 3\n", 14, "to_dataframe")]
