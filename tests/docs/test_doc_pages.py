@@ -9,9 +9,7 @@ honoured as the plugin honours it: the page is skipped, with the reason, where t
 session lacks the feature.
 
 A block that must not run (a failure message, pseudo-code, a shell command) uses another
-fence language (```text, ```console, ```yaml). A block preceded by the line
-``<!-- requires: NAME -->`` documents API still being added: the page is skipped while
-``pyspark_streamtest.TestOutputTopic`` has no attribute ``NAME``.
+fence language (```text, ```console, ```yaml).
 """
 
 from __future__ import annotations
@@ -45,17 +43,15 @@ PAGES_WITH_EXAMPLES = {
 MIN_BLOCKS = 15
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
-_REQUIRES = re.compile(r"^\s*<!--\s*requires:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced ```python block: its code (dedented), the page line of its first code
-    line, and the API it requires (``<!-- requires: NAME -->`` before it), if any."""
+    """One fenced ```python block: its code (dedented) and the page line of its first
+    code line."""
 
     code: str
     line: int
-    requires: str | None
 
 
 def python_blocks(page: Path) -> list[Block]:
@@ -72,8 +68,6 @@ def python_blocks(page: Path) -> list[Block]:
         indent, fence = opening["indent"], opening["fence"]
         words = opening["info"].split()
         language = words[0].lower() if words else ""
-        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
-        requires = _REQUIRES.match(previous)
         body: list[str] = []
         index += 1
         start = index + 1  # 1-based page line of the first code line
@@ -88,8 +82,7 @@ def python_blocks(page: Path) -> list[Block]:
             index += 1
         index += 1
         if language in ("python", "py"):
-            blocks.append(Block("\n".join(body) + "\n", start,
-                                requires["name"] if requires else None))
+            blocks.append(Block("\n".join(body) + "\n", start))
     return blocks
 
 
@@ -108,13 +101,6 @@ def _compile(source: str, filename: str, config: pytest.Config) -> Any:
 
 def _page_id(page: Path) -> str:
     return page.relative_to(DOCS).as_posix()
-
-
-def _missing_api(blocks: list[Block]) -> list[str]:
-    from pyspark_streamtest import TestOutputTopic
-
-    return sorted({b.requires for b in blocks
-                   if b.requires is not None and not hasattr(TestOutputTopic, b.requires)})
 
 
 def _missing_features(function: Any, spark: Any) -> list[str]:
@@ -138,10 +124,6 @@ def test_page(page: Path, request: pytest.FixtureRequest) -> None:
         assert blocks, f"{name} teaches by example but has no ```python block"
     if not blocks:
         return
-    missing = _missing_api(blocks)
-    if missing:
-        pytest.skip(f"{name} documents TestOutputTopic.{', '.join(missing)}, not in this "
-                    "version yet")
     spark = request.getfixturevalue("spark")  # pages may make drivers at the top level
     namespace: dict[str, Any] = {"__name__": "docs_" + re.sub(r"\W", "_", name[:-3])}
     for block in blocks:
@@ -164,26 +146,23 @@ def test_page(page: Path, request: pytest.FixtureRequest) -> None:
 
 
 def test_the_pages_have_many_runnable_examples() -> None:
-    runnable = [block for page in PAGES
-                for blocks in [python_blocks(page)] if not _missing_api(blocks)
-                for block in blocks]
+    runnable = [block for page in PAGES for block in python_blocks(page)]
     assert len(runnable) >= MIN_BLOCKS, (
         f"only {len(runnable)} runnable ```python blocks in docs/; the pages should teach by "
         f"example (at least {MIN_BLOCKS})"
     )
 
 
-def test_the_block_parser_reads_fences_and_requirements(tmp_path: Path) -> None:
+def test_the_block_parser_reads_fences(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
         "# t\n"
         "```python\nx = 1\n```\n"
         "```text\nnot run\n```\n"
         "!!! note\n    ```python\n    y = x + 1\n    ```\n"
-        "<!-- requires: to_dataframe -->\n"
         "```python\nz = 3\n```\n",
         encoding="utf-8",
     )
     blocks = python_blocks(page)
-    assert [(b.code, b.line, b.requires) for b in blocks] == [
-        ("x = 1\n", 3, None), ("y = x + 1\n", 10, None), ("z = 3\n", 14, "to_dataframe")]
+    assert [(b.code, b.line) for b in blocks] == [
+        ("x = 1\n", 3), ("y = x + 1\n", 10), ("z = 3\n", 13)]
