@@ -1,6 +1,6 @@
 """Every ```python block of the documentation pages runs, so the docs stay true.
 
-One test per page of ``docs/**/*.md``. The page's ```python blocks run in order in one
+One test per page of ``docs/**/*.md``, and one for the README's example. The page's ```python blocks run in order in one
 namespace (as one module would); then every function in that namespace named
 ``test_*`` is called, its parameters filled by name from pytest fixtures (``spark``,
 ``topology_driver``, ``tmp_path``, ...), so a page can show a real pytest test and it
@@ -23,11 +23,13 @@ from typing import Any
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = sorted(DOCS.rglob("*.md"))
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
 
 # Pages that teach by example: each must have runnable python blocks.
 PAGES_WITH_EXAMPLES = {
+    "README.md",
     "index.md",
     "getting-started.md",
     "concepts.md",
@@ -100,7 +102,7 @@ def _compile(source: str, filename: str, config: pytest.Config) -> Any:
 
 
 def _page_id(page: Path) -> str:
-    return page.relative_to(DOCS).as_posix()
+    return page.relative_to(DOCS if page.is_relative_to(DOCS) else ROOT).as_posix()
 
 
 def _missing_features(function: Any, spark: Any) -> list[str]:
@@ -129,7 +131,7 @@ def test_page(page: Path, request: pytest.FixtureRequest) -> None:
     for block in blocks:
         # Padded so that tracebacks give the page's own line numbers.
         source = "\n" * (block.line - 1) + block.code
-        exec(_compile(source, f"docs/{name}", request.config), namespace)
+        exec(_compile(source, str(page.relative_to(ROOT)), request.config), namespace)
     skipped: list[str] = []
     for function_name, function in list(namespace.items()):
         if not function_name.startswith("test_") or not callable(function):
