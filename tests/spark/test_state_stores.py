@@ -218,3 +218,40 @@ def test_describe_lists_watermarks_and_stateful_operators(topology_driver, spark
             "    key:   struct<window:struct<start:timestamp,end:timestamp>,user:string>",
             "    value: struct<count:bigint>",
         ]
+
+
+@needs_state_reads
+def test_windowed_state_reads_through_every_verb(topology_driver):
+    """A window in a key reads as a Window (hashable), so generic and key-value reads of
+    windowed and session aggregations work with every view method; entries unpack."""
+    driver = topology_driver(clicks_per_user)
+    clicks = driver.create_input_topic("clicks")
+    for second, user in [(1, "a"), (7, "a"), (12, "a"), (3, "b")]:
+        clicks.pipe_input({"user": user, "url": "/"}, timestamp=at(second))
+    driver.process_all_available()
+    expected = {
+        (Window(at(0), at(10)), "a"): {"count": 2},
+        (Window(at(0), at(10)), "b"): {"count": 1},
+        (Window(at(10), at(20)), "a"): {"count": 1},
+    }
+    for store in (driver.get_state_store("counts"), driver.get_key_value_store("counts")):
+        assert store.to_dict() == expected
+        assert store.keys() == list(expected)
+        assert [(key, value) for key, value in store.all()] == list(expected.items())
+        assert store.get((Window(at(0), at(10)), "a")) == {"count": 2}
+        assert store.get(({"start": at(0), "end": at(10)}, "a")) == {"count": 2}  # dict works
+        assert (Window(at(10), at(20)), "a") in store
+        assert store.prefix(Window(at(0), at(10))) == store.all()[:2]
+        assert store.range((Window(at(10), at(20)), ""), None) == store.all()[2:]
+    window_store = driver.get_window_store("counts")
+    assert [(key, value) for key, value in window_store.all()] == [
+        ("a", {"count": 2}), ("a", {"count": 1}), ("b", {"count": 1})]
+
+    driver = topology_driver(sessions)
+    driver.create_input_topic("clicks").pipe_input({"user": "a"}, timestamp=at(1))
+    driver.process_all_available()
+    (entry,) = driver.get_state_store("sessions").all()
+    key, value = entry
+    assert key == ("a", at(1))
+    assert value == {"user": "a", "session_window": {"start": at(1), "end": at(6)}, "count": 1}
+    assert driver.get_state_store("sessions").to_dict() == {key: value}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +33,19 @@ class Window:
 
 @dataclass(frozen=True)
 class StateEntry:
-    """One entry of a state store: ``key`` (bare value or tuple), ``value`` (a dict, or
-    None where the store keeps keys only), the ``window`` of window and session stores,
-    and the shuffle ``partition`` that holds it."""
+    """One entry of a state store: ``key`` (bare value or tuple; a time window inside a
+    key is a :class:`Window`), ``value`` (a dict, or None where the store keeps keys
+    only), the ``window`` of window and session stores, and the shuffle ``partition``
+    that holds it. Unpacks as ``(key, value)``: ``for key, value in store.all()``."""
 
     key: Any
     value: Any
     window: Window | None = None
     partition: int = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.key
+        yield self.value
 
 
 def _sort_key(value: Any) -> tuple[Any, ...]:
@@ -75,8 +80,9 @@ class StateStoreView:
         frame: Callable[[], DataFrame] | None = None,
     ) -> None:
         self._frame = frame
+        hashable = (replace(e, key=_hashable(e.key)) for e in entries)
         self._entries = tuple(
-            sorted(entries, key=lambda e: (_sort_key(e.key), _sort_key(e.window), e.partition))
+            sorted(hashable, key=lambda e: (_sort_key(e.key), _sort_key(e.window), e.partition))
         )
         self.output = output
         self.operator_id = operator_id
@@ -218,9 +224,13 @@ class WindowStoreView(StateStoreView):
 
 
 def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
+    """A key as a dict key: lists and tuples as tuples, a window struct as a
+    :class:`Window`, another struct as its ``(name, value)`` pairs, sorted by name."""
+    if isinstance(value, (list, tuple)):
         return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
+        if set(value) == {"start", "end"}:
+            return Window(value["start"], value["end"])
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     return value
 
