@@ -15,6 +15,7 @@ from .driver.output_topic import TestOutputTopic
 from .driver.topology import Topology
 from .errors import (
     DriverClosedError,
+    DriverStoppedError,
     NaiveDatetimeError,
     NoSuchRecordError,
     SchemaMismatchError,
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_START_TIME",
     "BatchRecord",
     "DriverClosedError",
+    "DriverStoppedError",
     "Feature",
     "GoldenMismatchError",
     "KeyValue",

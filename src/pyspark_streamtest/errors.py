@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "DriverClosedError",
+    "DriverStoppedError",
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "SchemaMismatchError",
@@ -60,6 +61,12 @@ class TimeWentBackwardsError(StreamTestError, ValueError):
 
 class DriverClosedError(StreamTestError, RuntimeError):
     """The driver (or a topic handle of it) is used after ``close()``."""
+
+
+class DriverStoppedError(StreamTestError, RuntimeError):
+    """A verb that needs running queries (``process_all_available``,
+    ``advance_watermark_to``) was called after ``driver.stop()``; ``driver.start()``
+    resumes them."""
 
 
 class NoSuchRecordError(StreamTestError, LookupError):

@@ -138,14 +138,16 @@ def test_state_metrics_per_batch_and_assert_num_state_rows(topology_driver):
     assert [(m.rows_total, m.rows_updated, m.rows_removed) for m in metrics] == [
         (2, 2, 0), (3, 1, 0)]
     assert all(m.memory_used_bytes > 0 for m in metrics)
-    driver.assert_num_state_rows("visits", total=3, updated=1)
+    # As Spark's assertNumStateRows: updates summed since the start (2 + 1).
+    driver.assert_num_state_rows("visits", total=3, updated=3, removed=0)
     driver.assert_num_state_rows("visits", total=[2], updated=[2], batch_id=0)
     with pytest.raises(AssertionError) as caught:
         driver.assert_num_state_rows("visits", total=4, updated=1)
     assert str(caught.value).splitlines() == [
-        "state rows of output 'visits' after batch 1 differ:",
-        "  operator                         total (expected/actual)   updated (expected/actual)",
-        "  0: stateStoreSave                4/3                       1/1  <-",
+        "state rows of output 'visits' differ (total after batch 1; updated, removed and "
+        "dropped summed over no batch (none ran since the previous check)):",
+        "  operator                       total (exp/act)               updated (exp/act)",
+        "  0: stateStoreSave              4/3                           1/0  <-",
     ]
     with pytest.raises(AssertionError, match="output 'visits' has no batch 7"):
         driver.assert_num_state_rows("visits", total=1, batch_id=7)

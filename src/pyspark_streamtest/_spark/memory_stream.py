@@ -55,6 +55,12 @@ class JsonMemoryStream:
         jdf = raw.select(jvm.seq([parsed])).select(jvm.seq([functions.col("r.*")]))
         self.dataframe: DataFrame = wrap_dataframe(jvm, jdf)
 
+    def add_empty_batch(self) -> None:
+        """Append an offset with no rows (Spark's ``AddData(stream)`` with no data): the
+        next trigger runs a data batch of zero rows."""
+        empty = self._jvm.jvm.java.util.ArrayList()
+        self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(empty))
+
     def add_json_lines(self, lines: list[str]) -> None:
         """Append rows (each one JSON object without newlines) as one offset."""
         jlist = self._newline.splitAsStream("\n".join(lines)).toList()

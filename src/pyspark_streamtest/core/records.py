@@ -106,6 +106,11 @@ class BatchRecord:
     num_rows_dropped_by_watermark: int
     num_state_rows_total: int
     state_operators: tuple[Mapping[str, Any], ...] = field(default=(), repr=False)
+    new_data: bool | None = None
+    """True when the batch read new offsets from its sources (a *data batch*, also one
+    of zero rows piped with ``pipe_empty_batch()``), False for a no-data batch; None
+    when not known (a record built by hand: :attr:`is_data_batch` then looks at the
+    input rows)."""
     late_records: tuple[LateRecord, ...] | None = None
     """The input records this batch dropped as late (see :class:`LateRecord`), or None
     when the driver cannot tell exactly for this query
@@ -129,7 +134,9 @@ class BatchRecord:
 
     @property
     def is_data_batch(self) -> bool:
-        return self.num_input_rows > 0
+        """True for a batch that read new data (Spark's data batch, even of zero rows),
+        False for a no-data batch run to move the watermark or fire timeouts."""
+        return self.new_data if self.new_data is not None else self.num_input_rows > 0
 
     @property
     def output_values(self) -> list[Any]:

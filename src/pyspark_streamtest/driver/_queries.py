@@ -72,25 +72,36 @@ class Queries:
             f"unknown output {output!r}; this topology's outputs are {names_text(self.names)}"
         )
 
+    @property
+    def running(self) -> bool:
+        """True while the queries run (between :meth:`start` and :meth:`stop`)."""
+        return any(r.running for r in self.runners)
+
     def start(self, now_ms: int) -> list[BatchRecord]:
         """Start every query at processing time ``now_ms`` (from its checkpoint, if it has
-        one). Returns the batches Spark ran on start, in query order."""
+        one), with the records piped so far handed to its sources. Returns the batches
+        Spark ran on start, in query order."""
         ran: list[BatchRecord] = []
         for runner in self.runners:
             ran.extend(runner.start(now_ms))
         return ran
 
-    def restart(self, now_ms: int) -> list[BatchRecord]:
-        """Stop every query, then start each again from its checkpoint."""
+    def stop(self) -> None:
+        """Stop every query; checkpoints and queued records stay for :meth:`start`."""
         for runner in self.runners:
             runner.stop()
-        return self.start(now_ms)
 
     def pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         """Queue rows for every query that reads ``input_name``."""
         for runner in self.runners:
             if input_name in runner.input_names:
                 runner.enqueue(input_name, lines, records)
+
+    def pipe_empty(self, input_name: str) -> None:
+        """Queue an offset of zero rows for every query that reads ``input_name``."""
+        for runner in self.runners:
+            if input_name in runner.input_names:
+                runner.enqueue_empty(input_name)
 
     def flush(self) -> None:
         """Hand every query's queued rows to its memory streams (one offset each)."""

@@ -55,6 +55,7 @@ class QueryRunner:
         self._schema_json = built.dataframe.schema.json()
         self._decode = row_decoder(built.dataframe.schema)
         self._pending: dict[str, list[str]] = {name: [] for name in self.input_names}
+        self._pending_empty: set[str] = set()
         self._pending_records: list[TestRecord] = []
         self._in_flight: list[TestRecord] = []
         self.last_batch: BatchRecord | None = None
@@ -67,9 +68,15 @@ class QueryRunner:
         self._forced_ms: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._jquery is not None
+
     def start(self, now_ms: int) -> list[BatchRecord]:
-        """Start (or restart from the checkpoint) at ``now_ms``. Spark runs the first
-        trigger at once; returns the batch it ran, if any."""
+        """Start (or restart from the checkpoint) at ``now_ms``, with every record piped
+        so far handed to the sources. Spark runs the first trigger at once; returns the
+        batch it ran, if any."""
+        self.flush()
         self.clock = _clock.ManualClock(now_ms)
         self._sink = CollectingSink(self._jvm)
         try:
@@ -122,13 +129,21 @@ class QueryRunner:
         self._pending[input_name].extend(lines)
         self._pending_records.extend(records)
 
+    def enqueue_empty(self, input_name: str) -> None:
+        """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
+        self._pending_empty.add(input_name)
+
     def flush(self) -> None:
-        """Hand everything piped since the last trigger to the sources (one offset each)."""
+        """Hand everything piped since the last trigger to the sources (one offset each;
+        an empty offset where only :meth:`enqueue_empty` was asked for)."""
         for input_name, stream in self.built.streams:
             lines = self._pending[input_name]
             if lines:
                 stream.add_json_lines(lines)
                 self._pending[input_name] = []
+            elif input_name in self._pending_empty:
+                stream.add_empty_batch()
+        self._pending_empty.clear()
         self._in_flight.extend(self._pending_records)
         self._pending_records = []
 
@@ -198,6 +213,10 @@ class QueryRunner:
             )
         progress = self._progress(batch_id)
         num_input = int(progress.get("numInputRows", 0))
+        new_data = any(
+            source.get("startOffset") != source.get("endOffset")
+            for source in progress.get("sources") or ()
+        )
         consumed: tuple[TestRecord, ...] = ()
         if num_input:
             consumed, self._in_flight = tuple(self._in_flight), []
@@ -233,6 +252,7 @@ class QueryRunner:
             input_records=consumed,
             output_records=outputs,
             num_input_rows=num_input,
+            new_data=new_data,
             num_rows_dropped_by_watermark=sum(
                 int(op.get("numRowsDroppedByWatermark", 0)) for op in operators
             ),

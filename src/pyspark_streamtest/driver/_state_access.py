@@ -3,14 +3,14 @@ counts and the records dropped as late. Reading never changes a query."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import SparkSession
 
 from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
-from ..core.records import LateRecord
+from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
 from ..errors import StateStoreError
 from ..state._reader import Shape, choose_operator, read_view, store_metadata
 from ..state.views import (
@@ -34,6 +34,7 @@ class StateAccess:
         self._spark = spark
         self._queries = queries
         self._history = history
+        self._checked: dict[str, int] = {}  # per output: batches already summed
 
     def read(
         self,
@@ -149,12 +150,19 @@ class StateAccess:
             )
         return self._history.late_records(runner.name)
 
+    def restarted(self) -> None:
+        """The queries (re)started: :meth:`assert_num_state_rows` sums from here on, as
+        Spark's check does for a new run of a query."""
+        self._checked = {name: len(self._history.of_output(name)) for name in self._queries.names}
+
     def assert_num_state_rows(
         self,
         output: str,
         *,
         total: int | Sequence[int],
         updated: int | Sequence[int] | None,
+        removed: int | Sequence[int] | None,
+        dropped_by_watermark: int | Sequence[int] | None,
         batch_id: int | None,
     ) -> None:
         __tracebackhide__ = True
@@ -163,39 +171,65 @@ class StateAccess:
         if not batches:
             raise AssertionError(f"output {output!r} has run no batch yet, so it has no state "
                                  "rows to check")
-        if batch_id is None:
-            batch = batches[-1]
-        else:
+        if batch_id is not None:
             found = [b for b in batches if b.batch_id == batch_id]
             if not found:
                 raise AssertionError(
                     f"output {output!r} has no batch {batch_id} (batches run: "
                     f"{batches[0].batch_id}..{batches[-1].batch_id})"
                 )
-            batch = found[0]
-        metrics = batch.state_metrics
-        actual_total = [m.rows_total for m in metrics]
-        actual_updated = [m.rows_updated for m in metrics]
-        want_total = [total] if isinstance(total, int) else list(total)
-        want_updated = None if updated is None else (
-            [updated] if isinstance(updated, int) else list(updated))
-        if actual_total == want_total and (want_updated is None or want_updated == actual_updated):
+            last, summed = found[0], [found[0]]
+        else:
+            last = batches[-1]
+            operators = len(last.state_metrics)
+            summed = [b for b in batches[self._checked.get(runner.name, 0):]
+                      if len(b.state_metrics) == operators]
+        metrics = last.state_metrics
+        count = len(metrics)
+        actual = {
+            "total": [m.rows_total for m in metrics],
+            "updated": _sums(summed, count, lambda m: m.rows_updated),
+            "removed": _sums(summed, count, lambda m: m.rows_removed),
+            "dropped_by_watermark": _sums(summed, count, lambda m: m.rows_dropped_by_watermark),
+        }
+        wanted = {name: _as_list(value) for name, value in (
+            ("total", total), ("updated", updated), ("removed", removed),
+            ("dropped_by_watermark", dropped_by_watermark)) if value is not None}
+        if all(actual[name] == want for name, want in wanted.items()):
+            if batch_id is None:
+                self._checked[runner.name] = len(batches)
             return
-        lines = [f"state rows of output {output!r} after batch {batch.batch_id} differ:",
-                 "  operator                         total (expected/actual)"
-                 + ("   updated (expected/actual)" if want_updated is not None else "")]
-        for index in range(max(len(metrics), len(want_total))):
-            name = metrics[index].operator_name if index < len(metrics) else "(none)"
-            cell = f"{_at(want_total, index)}/{_at(actual_total, index)}"
-            mark = "" if _at(want_total, index) == _at(actual_total, index) else "  <-"
-            row = f"  {index}: {name:<29} {cell:<25}"
-            if want_updated is not None:
-                cell_u = f"{_at(want_updated, index)}/{_at(actual_updated, index)}"
-                if _at(want_updated, index) != _at(actual_updated, index):
-                    mark = "  <-"
-                row += f" {cell_u}"
-            lines.append(row + mark)
+        if batch_id is not None:
+            span = f"batch {last.batch_id} alone"
+        elif not summed:
+            span = "no batch (none ran since the previous check)"
+        elif len(summed) == 1:
+            span = f"batch {summed[0].batch_id}"
+        else:
+            span = f"batches {summed[0].batch_id}..{summed[-1].batch_id}"
+        lines = [f"state rows of output {output!r} differ (total after batch "
+                 f"{last.batch_id}; updated, removed and dropped summed over {span}):",
+                 ("  operator                       " + "".join(
+                     f"{name + ' (exp/act)':<30}" for name in wanted)).rstrip()]
+        for index in range(max(count, *(len(w) for w in wanted.values()))):
+            name = metrics[index].operator_name if index < count else "(none)"
+            cells, mark = "", ""
+            for key, want in wanted.items():
+                expected_cell, actual_cell = _at(want, index), _at(actual[key], index)
+                cells += f"{expected_cell + '/' + actual_cell:<30}"
+                mark = mark or ("  <-" if expected_cell != actual_cell else "")
+            lines.append(f"  {index}: {name:<27} {cells}".rstrip() + mark)
         raise AssertionError("\n".join(lines))
+
+
+def _as_list(value: int | Sequence[int]) -> list[int]:
+    return [value] if isinstance(value, int) else list(value)
+
+
+def _sums(
+    batches: Sequence[BatchRecord], count: int, metric: Callable[[StateOperatorMetrics], int]
+) -> list[int]:
+    return [sum(metric(b.state_metrics[i]) for b in batches) for i in range(count)]
 
 
 def _at(values: Sequence[int], index: int) -> str:

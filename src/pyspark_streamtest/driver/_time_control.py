@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from ..core.records import BatchRecord
 from ..core.time import _PythonClockFreeze, duration_ms, from_ms, require_aware, to_ms
-from ..errors import StreamTestError, TimeWentBackwardsError
+from ..errors import DriverStoppedError, StreamTestError, TimeWentBackwardsError
 from ._history import History
 from ._queries import Queries
 from ._runner import QueryRunner
@@ -56,6 +56,9 @@ class TimeControl:
     # --- the verbs --------------------------------------------------------------------
     def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
         target = self.now_ms + duration_ms(delta, "delta")
+        if not self._queries.running:
+            self._set_time(target)  # stopped: time moves, nothing runs
+            return []
         ran: list[BatchRecord] = []
         while True:
             due = [r.next_trigger_ms for r in self._queries.runners]
@@ -69,7 +72,15 @@ class TimeControl:
         ran.extend(self._move_clock(target))
         return ran
 
+    def jump_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
+        target = self.now_ms + duration_ms(delta, "delta")
+        if not self._queries.running:
+            self._set_time(target)
+            return []
+        return self._move_clock(target)
+
     def process_all_available(self) -> list[BatchRecord]:
+        self._require_running("process_all_available()")
         busy = list(self._queries.runners)
         ran: list[BatchRecord] = []
         for _ in range(MAX_ROUNDS):
@@ -100,6 +111,7 @@ class TimeControl:
         )
 
     def advance_watermark_to(self, watermark: datetime, output: str | None) -> list[BatchRecord]:
+        self._require_running("advance_watermark_to()")
         target = to_ms(require_aware(watermark, "watermark"))
         runners = self._with_watermark(output)
         for runner in runners:
@@ -139,6 +151,18 @@ class TimeControl:
             )
         return runners
 
+    def _require_running(self, verb: str) -> None:
+        if not self._queries.running:
+            raise DriverStoppedError(
+                f"{verb} needs running queries, and the driver's queries are stopped "
+                "(driver.stop()); call driver.start() to resume them from their checkpoints"
+            )
+
+    def _set_time(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+        if self._freeze is not None:
+            self._freeze.move_to(self.current_time)
+
     # --- triggers ---------------------------------------------------------------------
     def _move_clock(self, now_ms: int) -> list[BatchRecord]:
         """Move every query's clock to ``now_ms``; the queries whose next trigger is due
@@ -149,9 +173,7 @@ class TimeControl:
             calls = runner.wait_calls
             if runner.clock_set(now_ms):
                 started.append((runner, calls))
-        self.now_ms = now_ms
-        if self._freeze is not None:
-            self._freeze.move_to(self.current_time)
+        self._set_time(now_ms)
         return self._finish_triggers(started)
 
     def _release_triggers(self, runners: Sequence[QueryRunner]) -> list[BatchRecord]:

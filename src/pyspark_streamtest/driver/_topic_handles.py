@@ -76,7 +76,8 @@ class TopicHandles:
                     f"output {name!r} is not a Kafka output; its records are rows (dicts), "
                     "so there is nothing to deserialize"
                 )
-            return TestOutputTopic._create(self._output_link, name, kafka=False)
+            return TestOutputTopic._create(self._output_link, name, kafka=False,
+                                           complete=plain.spec.output_mode == "complete")
         if not isinstance(name, str) or not name:
             raise UnknownTopicError(f"topic names are non-empty strings, got {name!r}")
         if not self._may_write(name):

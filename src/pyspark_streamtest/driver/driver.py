@@ -14,16 +14,17 @@ from pyspark.sql import DataFrame, SparkSession
 from .._spark.jvm import Jvm
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
-from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..core.records import BatchRecord, TestRecord
 from ..core.time import DEFAULT_START_TIME, duration_ms, from_ms, require_aware, to_ms
 from ..errors import DriverClosedError
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
-from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
 from ._frames import records_frame
 from ._history import History
 from ._queries import Queries, check_sql_conf
+from ._runner import scoped_sql_conf
 from ._state_access import StateAccess
+from ._state_verbs import StateVerbs
 from ._time_control import TimeControl
 from ._topic_handles import TopicHandles
 from .input_topic import InputLink, TestInputTopic
@@ -33,7 +34,7 @@ from .topology import TopologyFunction, _BuiltOutput, build_topology
 __all__ = ["TopologyTestDriver"]
 
 
-class TopologyTestDriver:
+class TopologyTestDriver(StateVerbs):
     """Drives a topology's streaming queries on a clock the test controls.
 
     **What runs.** Every output declared by the topology function runs as a real Spark
@@ -89,8 +90,11 @@ class TopologyTestDriver:
         gives up with :class:`~pyspark_streamtest.errors.StepTimeoutError`.
 
         ``sql_conf`` holds Spark SQL settings for this driver's queries only: they are set
-        on the session while each query starts (a query copies the session's settings
-        then) and put back at once, so other drivers and batch jobs do not see them. For
+        on the session while the topology function builds its DataFrames (so what Spark
+        resolves then, such as the session time zone of ``hour()`` or ANSI mode, sees
+        them) and while each query starts (a query copies the session's settings then),
+        and put back at once, also on errors, so other drivers and batch jobs do not see
+        them. For
         example ``transformWithState`` needs the RocksDB state store provider::
 
             sql_conf={"spark.sql.streaming.stateStore.providerClass":
@@ -119,7 +123,8 @@ class TopologyTestDriver:
         self._spark = session
         jvm = Jvm(session)
         capabilities(jvm)
-        self._inputs, built = build_topology(topology, session, jvm)
+        with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
+            self._inputs, built = build_topology(topology, session, jvm)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._history = History(n for n, b in self._outputs.items() if b.spec.kafka is None)
         self._queries = Queries(  # removes its checkpoint folder if it fails
@@ -138,7 +143,8 @@ class TopologyTestDriver:
         self._state = StateAccess(session, self._queries, self._history)
         self._handles = TopicHandles(
             self._inputs, self._outputs, self._history,
-            InputLink(self._check_open, self._pipe, lambda: self.current_time, self._broker),
+            InputLink(self._check_open, self._pipe, self._queries.pipe_empty,
+                      lambda: self.current_time, self._broker),
             OutputLink(self._check_open, self._history, self._frame),
         )
 
@@ -251,6 +257,20 @@ class TopologyTestDriver:
         self._check_open()
         return self._time.advance_wall_clock(delta)
 
+    def jump_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
+        """Move processing time forward by ``delta`` in one jump and run ONE trigger at the
+        new time, as Spark's trigger executor does after a stall (Spark's
+        ``AdvanceManualClock`` past several intervals): each query whose trigger came due
+        runs exactly one trigger (a data batch, a no-data batch, or nothing) at ``now +
+        delta``; the intervals skipped run nothing, and the next trigger is the first
+        interval after the new time. Processing-time timeouts that expired during the
+        jump fire in that one batch. Compare :meth:`advance_wall_clock`, which stops at
+        every trigger time on the way (a clock that never stalls). Records piped before
+        the call are processed first. While the queries are stopped the clock moves and
+        nothing runs. Returns the batches run."""
+        self._check_open()
+        return self._time.jump_wall_clock(delta)
+
     def process_all_available(self) -> list[BatchRecord]:
         """Run batches at the current processing time until Spark has nothing left to do.
 
@@ -302,143 +322,17 @@ class TopologyTestDriver:
         """The event-time watermark the next batch of ``output``'s query will use: the
         maximum event time its batches have seen minus the ``withWatermark`` delay (the
         minimum over several watermarks, Spark's default policy), never moving back.
-        The epoch before any event time is seen; None if the query has no watermark."""
+        The epoch before any event time is seen; None if the query has no watermark.
+
+        This is the value Spark will report as ``eventTime.watermark`` in the *next*
+        batch's progress, and the last batch's :attr:`BatchRecord.watermark_after
+        <pyspark_streamtest.BatchRecord.watermark_after>` (or a value set since by
+        :meth:`advance_watermark_to`). The watermark a batch *ran with* (the one in its
+        own progress) is :attr:`BatchRecord.watermark
+        <pyspark_streamtest.BatchRecord.watermark>`."""
         self._check_open()
         ms = self._queries.runner(output).watermark_ms()
         return None if ms is None else from_ms(ms)
-
-    # --- state ----------------------------------------------------------------------------
-    def get_state_store(
-        self,
-        output: str,
-        *,
-        operator_id: int | None = None,
-        store_name: str | None = None,
-        state_var: str | None = None,
-        batch_id: int | None = None,
-        timers: bool = False,
-    ) -> StateStoreView:
-        """A read-only view of the state of ``output``'s query, as of the end of batch
-        ``batch_id`` (default: the last batch run). Needs PySpark 4.0+ (Spark's state
-        data source); see :mod:`pyspark_streamtest.state` for keys and values.
-
-        ``operator_id`` picks the stateful operator when the query has several (see
-        :meth:`describe`); ``store_name`` a store of it other than ``"default"``;
-        ``state_var`` a ``transformWithState(InPandas)`` state variable. Entries are as
-        Spark stores them: for ``applyInPandasWithState`` a value is
-        ``{"groupState": {...}, "timeoutTimestamp": ms}``; for ``dropDuplicates`` it is
-        None (the store keeps keys only); a transformWithState list variable has one entry
-        per element (``get_all(key)`` in list order), a map variable one per map key
-        (``{"user_map_key": {...}, "user_map_value": {...}}``), and ``timers=True``
-        reads the registered timers (``{"expiration_timestamp_ms": ms}`` per timer).
-        Before the query's first batch the view is empty. Reading never changes the query.
-        """
-        self._check_open()
-        return self._state.read(output, operator_id=operator_id, store_name=store_name,
-                                state_var=state_var, batch_id=batch_id, timers=timers)
-
-    def get_key_value_store(
-        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
-    ) -> StateStoreView:
-        """The state of an aggregation without windows (``groupBy(k).agg(...)``), a
-        ``dropDuplicates`` (values None) or an ``applyInPandasWithState`` (values are the
-        user's state, the ``groupState`` struct), as ``key -> value``."""
-        self._check_open()
-        return self._state.read(output, operator_id=operator_id, batch_id=batch_id,
-                                shape="key_value")
-
-    def get_window_store(
-        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
-    ) -> WindowStoreView:
-        """The state of a windowed aggregation (``groupBy(window(...), k)``): entries keyed
-        by the other grouping columns, each with its :class:`~pyspark_streamtest.state.
-        Window` (start and end as datetimes). ``fetch(key, time_from, time_to)`` reads a
-        key's windows, as Kafka's ``WindowStore.fetch``."""
-        self._check_open()
-        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
-                                shape="window")
-        assert isinstance(view, WindowStoreView)
-        return view
-
-    def get_session_store(
-        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
-    ) -> WindowStoreView:
-        """The state of a session-window aggregation (``groupBy(session_window(...), k)``):
-        the open sessions per key, each with its window (first event to last event plus
-        the gap) and its aggregate values."""
-        self._check_open()
-        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
-                                shape="session")
-        assert isinstance(view, WindowStoreView)
-        return view
-
-    def get_join_store(
-        self,
-        output: str,
-        side: str,
-        *,
-        operator_id: int | None = None,
-        batch_id: int | None = None,
-    ) -> StateStoreView:
-        """The rows a stream-stream join buffers on ``side`` (``"left"`` or ``"right"``),
-        keyed by the join key (``get_all(key)``: a key can buffer several rows). Rows
-        leave the buffer when the watermark passes the join's time bound."""
-        if side not in ("left", "right"):
-            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-        self._check_open()
-        return self._state.read(output, operator_id=operator_id, join_side=side,
-                                batch_id=batch_id, shape="join")
-
-    def late_records(self, output: str) -> list[LateRecord]:
-        """Every input record ``output``'s query has dropped as late so far, oldest first,
-        each with the batch that dropped it and the watermark it was compared with.
-
-        The driver applies the rule of the query's stateful operator to each piped
-        record's event time: Spark 3.4+ drops a row by the watermark of the *previous*
-        batch; ``dropDuplicates`` (and ``applyInPandasWithState`` with event-time
-        timeouts) when its event time is at or behind it; a windowed aggregation per
-        window, when the window ended at or before it (a sliding-window record can be
-        dropped from one window and counted in another: ``partial``); a session window
-        when event time + gap is at or behind it. Spark's own count is
-        ``BatchRecord.num_rows_dropped_by_watermark`` (for aggregations it counts rows
-        after partial aggregation, so it can be lower).
-
-        Raises ``ValueError`` with the reason when the driver cannot tell exactly: a
-        stream-stream join (each side drops by a state watermark derived from the join
-        condition), several watermarks or stateful operators, an aggregation not grouped
-        by a window of the event time, transformWithState, or event time that is not an
-        input's ``timestamp_column`` (e.g. parsed from a Kafka value).
-        """
-        self._check_open()
-        return self._state.late_records(output)
-
-    def assert_num_state_rows(
-        self,
-        output: str,
-        *,
-        total: int | Sequence[int],
-        updated: int | Sequence[int] | None = None,
-        batch_id: int | None = None,
-    ) -> None:
-        """Assert the state rows of ``output``'s query after batch ``batch_id`` (default:
-        its last batch), per stateful operator, as Spark's ``assertNumStateRows``.
-
-        ``total`` (and ``updated``) is one number per stateful operator in operator order,
-        or a single number for a query with one. On a mismatch the ``AssertionError``
-        shows expected and actual per operator.
-        """
-        __tracebackhide__ = True
-        self._check_open()
-        self._state.assert_num_state_rows(output, total=total, updated=updated,
-                                          batch_id=batch_id)
-
-    def describe(self) -> TopologyDescription:
-        """Each query's output mode, watermarks (column and delay) and stateful operators
-        (Spark's operator id and name, state store names, key and value schemas),
-        printable like Kafka's ``Topology#describe()``. Operators are known once a batch
-        has run (Spark plans them then); schemas need PySpark 4.0+."""
-        self._check_open()
-        return self._state.describe()
 
     # --- history and restarts -------------------------------------------------------------
     @property
@@ -446,23 +340,59 @@ class TopologyTestDriver:
         """Every batch run so far, in the order run (across restarts; readable after close)."""
         return self._history.batches
 
-    def restart(self) -> list[BatchRecord]:
-        """Stop every query and start it again from its checkpoint, as after a crash or a
-        deploy. State and the watermark are recovered by Spark; batch ids continue;
-        records piped but not yet processed stay queued. Spark runs a first trigger at
-        once on start: a data batch if records wait, else nothing. A no-data batch that
-        Spark owed before the restart (to emit windows or evict state after the
-        watermark moved) is *not* run: a restarted query has no last execution to ask,
-        so what was due is done by the next data batch (checked by property tests
-        against Spark on every supported line). Returns the batches that ran."""
+    @property
+    def is_running(self) -> bool:
+        """True while the queries run: from creation until :meth:`stop`, and again after
+        :meth:`start`."""
+        return not self._closed and self._queries.running
+
+    def stop(self) -> None:
+        """Stop every query, as Spark's ``StopStream``: checkpoints, state, the watermark
+        and the history stay. While stopped, records piped are queued, processing time
+        may move (:meth:`advance_wall_clock` and :meth:`jump_wall_clock` run nothing and
+        return ``[]``), state stores and outputs can be read, and
+        :meth:`process_all_available` and :meth:`advance_watermark_to` raise
+        :class:`~pyspark_streamtest.errors.DriverStoppedError`. Stopping stopped queries
+        does nothing."""
         self._check_open()
         try:
-            ran = self._queries.restart(self._time.now_ms)
+            self._queries.stop()
+        except BaseException:
+            self._close_after_failure()
+            raise
+
+    def start(self) -> list[BatchRecord]:
+        """Start every query again from its checkpoint at the current processing time, as
+        Spark's ``StartStream``, and return the batches Spark runs on start. The records
+        piped while stopped reach the sources first, so the first trigger (which Spark
+        runs at once) is a data batch with them if there are any; otherwise it runs
+        nothing (see :meth:`restart` for the no-data batch a restart does not run).
+        Batch ids continue, state and outputs carry on. Starting running queries does
+        nothing and returns ``[]``."""
+        self._check_open()
+        if self._queries.running:
+            return []
+        self._state.restarted()
+        try:
+            ran = self._queries.start(self._time.now_ms)
         except BaseException:
             self._close_after_failure()
             raise
         self._history.absorb(ran)
         return ran
+
+    def restart(self) -> list[BatchRecord]:
+        """:meth:`stop` then :meth:`start`: every query starts again from its checkpoint,
+        as after a crash or a deploy. State and the watermark are recovered by Spark;
+        batch ids continue. Records piped but not yet processed reach the sources before
+        the start, and Spark runs a first trigger at once: a data batch if records wait,
+        else nothing. A no-data batch that
+        Spark owed before the restart (to emit windows or evict state after the
+        watermark moved) is *not* run: a restarted query has no last execution to ask,
+        so what was due is done by the next data batch (checked by property tests
+        against Spark on every supported line). Returns the batches that ran."""
+        self.stop()
+        return self.start()
 
     # --- internals ------------------------------------------------------------------------
     def _check_open(self) -> None:

@@ -30,6 +30,8 @@ class InputLink:
     """Raises :class:`~pyspark_streamtest.errors.DriverClosedError` once closed."""
     pipe: Callable[[str, list[str], list[TestRecord]], None]
     """Queues JSON lines (and their records) for every query reading the input."""
+    pipe_empty: Callable[[str], None]
+    """Queues an offset of zero rows for every query reading the input."""
     now: Callable[[], datetime]
     """The driver's processing time."""
     broker: Broker
@@ -167,6 +169,18 @@ class TestInputTopic:
         serialized, self._time = self._serialize(key, value, timestamp, headers, partition,
                                                  self._time)
         self._pipe_kafka([serialized])
+
+    def pipe_empty_batch(self) -> None:
+        """Queue a data batch of zero rows for the next trigger, as Spark's
+        ``AddData(stream)`` with no data: the source gets a new offset holding no rows.
+
+        At the next trigger every query reading this input runs a real data batch:
+        ``BatchRecord.is_data_batch`` is true, ``num_input_rows`` is 0, the batch id
+        advances, stateful operators run (and may emit, evict or time out), and no rows
+        come from this input. Records piped before the same trigger make that offset
+        non-empty instead (still one batch). Moves no time."""
+        self._link.check_open()
+        self._link.pipe_empty(self._spec.name)
 
     def pipe_value_list(
         self,

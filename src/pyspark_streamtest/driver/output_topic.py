@@ -68,6 +68,7 @@ class TestOutputTopic:
         name: str,
         *,
         kafka: bool,
+        complete: bool = False,
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
     ) -> TestOutputTopic:
@@ -75,6 +76,7 @@ class TestOutputTopic:
         topic._link = link
         topic._name = name
         topic._kafka = kafka
+        topic._complete = complete
         topic._key_deserializer = key_deserializer
         topic._value_deserializer = value_deserializer
         return topic
@@ -82,6 +84,7 @@ class TestOutputTopic:
     _link: OutputLink
     _name: str
     _kafka: bool
+    _complete: bool
     _key_deserializer: Deserializer | None
     _value_deserializer: Deserializer | None
 
@@ -135,6 +138,34 @@ class TestOutputTopic:
         records = [self._deserialize(r) for r in queue]
         queue.clear()
         return records
+
+    def all_rows(self) -> list[Any]:
+        """What Spark's memory sink would hold now, as Spark's ``CheckAnswer`` reads it,
+        without reading anything (the queue is unchanged): for an ``append`` or
+        ``update`` output every row written so far, oldest first; for a ``complete``
+        output the result of its last batch (each batch replaces the whole result). A
+        Kafka topic is a log: every value written to it (deserialized), whatever the
+        writing query's output mode."""
+        self._link.check_open()
+        if self._complete:
+            return self.last_batch_rows()
+        return [self._deserialize(r).value for r in self._link.history.written(self._name)]
+
+    def last_batch_rows(self) -> list[Any]:
+        """The rows of the output's last batch, as Spark's ``CheckLastBatch`` reads them:
+        empty when that batch wrote none (a no-data batch that emitted nothing) or no
+        batch ran yet. For a Kafka topic: the values written to it by the latest batch
+        that wrote to it. Reads nothing (the queue is unchanged)."""
+        self._link.check_open()
+        if not self._kafka:
+            batches = self._link.history.of_output(self._name)
+            return list(batches[-1].output_values) if batches else []
+        written = self._link.history.written(self._name)
+        if not written:
+            return []
+        last = written[-1]
+        return [self._deserialize(r).value for r in written
+                if (r.batch_id, r.processing_time) == (last.batch_id, last.processing_time)]
 
     def to_dataframe(self) -> DataFrame:
         """Every record written to this topic so far, read or not, as a Spark DataFrame

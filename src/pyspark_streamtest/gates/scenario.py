@@ -246,8 +246,10 @@ class _Runner:
                 raise AssertionError(f"watermark of {output!r}: expected "
                                      f"{utc_text(args['at'])}, actual {utc_text(actual)}")
         elif step.kind == "expect_state_rows":
-            driver.assert_num_state_rows(self._only_output(args), total=args.get("total"),
-                                         updated=args.get("updated"))
+            driver.assert_num_state_rows(
+                self._only_output(args), total=args.get("total"), updated=args.get("updated"),
+                removed=args.get("removed"),
+                dropped_by_watermark=args.get("dropped_by_watermark"))
         elif step.kind == "expect_late":
             output = self._only_output(args)
             late = driver.late_records(output)

@@ -57,8 +57,11 @@ Steps (each a one-key mapping, or a bare word for ``process`` and ``restart``):
 ``expect_watermark: {output, at: TIME | null}``
     The watermark the next batch of ``output`` runs with (``output`` may be left out
     when the topology has one output).
-``expect_state_rows: {output, total, updated}``
-    :meth:`~pyspark_streamtest.TopologyTestDriver.assert_num_state_rows` (either or both).
+``expect_state_rows: {output, total, updated, removed, dropped_by_watermark}``
+    :meth:`~pyspark_streamtest.TopologyTestDriver.assert_num_state_rows` (any of them):
+    ``total`` after the last batch; the others summed over the batches since the previous
+    ``expect_state_rows`` (or since the start or a restart), as Spark's
+    ``assertNumStateRows``.
 ``expect_late: {output, count}``
     How many input records ``output``'s stateful operator has dropped as late so far.
 
@@ -216,7 +219,8 @@ _STEPS: dict[str, tuple[set[str], set[str]]] = {
     "advance_watermark_to": ({"to"}, {"output"}),
     "expect": ({"topic"}, {"values", "key_values", "table", "ignore_order"}),
     "expect_watermark": ({"at"}, {"output"}),
-    "expect_state_rows": (set(), {"output", "total", "updated"}),
+    "expect_state_rows": (set(), {"output", "total", "updated", "removed",
+                                  "dropped_by_watermark"}),
     "expect_late": ({"count"}, {"output"}),
 }
 _BARE = {"process", "restart"}
@@ -380,9 +384,11 @@ def _step(at: _Located, path: str, raw: Any, start: datetime) -> Step:
         if not isinstance(args.get("ignore_order", True), bool):
             raise fail("must be true or false", "ignore_order")
     if kind in ("expect_state_rows", "expect_late"):
-        counts = [k for k in ("total", "updated", "count") if k in args]
+        names = ("count",) if kind == "expect_late" else (
+            "total", "updated", "removed", "dropped_by_watermark")
+        counts = [k for k in names if k in args]
         if not counts:
-            raise fail("give 'total' and/or 'updated'")
+            raise fail("give " + " and/or ".join(repr(n) for n in names))
         for key in counts:
             if not isinstance(args[key], int) or isinstance(args[key], bool) or args[key] < 0:
                 raise fail("must be a whole number >= 0", key)

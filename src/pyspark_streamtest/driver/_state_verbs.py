@@ -1,0 +1,168 @@
+"""The driver's state verbs: state store views, operator descriptions, late records and
+state-row checks. :class:`~pyspark_streamtest.TopologyTestDriver` inherits them; the
+work is done by :class:`~pyspark_streamtest.driver._state_access.StateAccess`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.records import LateRecord
+from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
+from ._state_access import StateAccess
+
+__all__ = ["StateVerbs"]
+
+
+class StateVerbs:
+    """Reading what the queries hold. Reading never changes a query."""
+
+    _state: StateAccess
+
+    def _check_open(self) -> None:  # the driver's
+        raise NotImplementedError
+
+    def get_state_store(
+        self,
+        output: str,
+        *,
+        operator_id: int | None = None,
+        store_name: str | None = None,
+        state_var: str | None = None,
+        batch_id: int | None = None,
+        timers: bool = False,
+    ) -> StateStoreView:
+        """A read-only view of the state of ``output``'s query, as of the end of batch
+        ``batch_id`` (default: the last batch run). Needs PySpark 4.0+ (Spark's state
+        data source); see :mod:`pyspark_streamtest.state` for keys and values.
+
+        ``operator_id`` picks the stateful operator when the query has several (see
+        :meth:`describe`); ``store_name`` a store of it other than ``"default"``;
+        ``state_var`` a ``transformWithState(InPandas)`` state variable. Entries are as
+        Spark stores them: for ``applyInPandasWithState`` a value is
+        ``{"groupState": {...}, "timeoutTimestamp": ms}``; for ``dropDuplicates`` it is
+        None (the store keeps keys only); a transformWithState list variable has one entry
+        per element (``get_all(key)`` in list order), a map variable one per map key
+        (``{"user_map_key": {...}, "user_map_value": {...}}``), and ``timers=True``
+        reads the registered timers (``{"expiration_timestamp_ms": ms}`` per timer).
+        Before the query's first batch the view is empty. Reading never changes the query.
+        """
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, store_name=store_name,
+                                state_var=state_var, batch_id=batch_id, timers=timers)
+
+    def get_key_value_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The state of an aggregation without windows (``groupBy(k).agg(...)``), a
+        ``dropDuplicates`` (values None) or an ``applyInPandasWithState`` (values are the
+        user's state, the ``groupState`` struct), as ``key -> value``."""
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="key_value")
+
+    def get_window_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a windowed aggregation (``groupBy(window(...), k)``): entries keyed
+        by the other grouping columns, each with its :class:`~pyspark_streamtest.state.
+        Window` (start and end as datetimes). ``fetch(key, time_from, time_to)`` reads a
+        key's windows, as Kafka's ``WindowStore.fetch``."""
+        self._check_open()
+        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="window")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_session_store(
+        self, output: str, *, operator_id: int | None = None, batch_id: int | None = None,
+    ) -> WindowStoreView:
+        """The state of a session-window aggregation (``groupBy(session_window(...), k)``):
+        the open sessions per key, each with its window (first event to last event plus
+        the gap) and its aggregate values."""
+        self._check_open()
+        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+                                shape="session")
+        assert isinstance(view, WindowStoreView)
+        return view
+
+    def get_join_store(
+        self,
+        output: str,
+        side: str,
+        *,
+        operator_id: int | None = None,
+        batch_id: int | None = None,
+    ) -> StateStoreView:
+        """The rows a stream-stream join buffers on ``side`` (``"left"`` or ``"right"``),
+        keyed by the join key (``get_all(key)``: a key can buffer several rows). Rows
+        leave the buffer when the watermark passes the join's time bound."""
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+        self._check_open()
+        return self._state.read(output, operator_id=operator_id, join_side=side,
+                                batch_id=batch_id, shape="join")
+
+    def late_records(self, output: str) -> list[LateRecord]:
+        """Every input record ``output``'s query has dropped as late so far, oldest first,
+        each with the batch that dropped it and the watermark it was compared with.
+
+        The driver applies the rule of the query's stateful operator to each piped
+        record's event time: Spark 3.4+ drops a row by the watermark of the *previous*
+        batch; ``dropDuplicates`` (and ``applyInPandasWithState`` with event-time
+        timeouts) when its event time is at or behind it; a windowed aggregation per
+        window, when the window ended at or before it (a sliding-window record can be
+        dropped from one window and counted in another: ``partial``); a session window
+        when event time + gap is at or behind it. Spark's own count is
+        ``BatchRecord.num_rows_dropped_by_watermark`` (for aggregations it counts rows
+        after partial aggregation, so it can be lower).
+
+        Raises ``ValueError`` with the reason when the driver cannot tell exactly: a
+        stream-stream join (each side drops by a state watermark derived from the join
+        condition), several watermarks or stateful operators, an aggregation not grouped
+        by a window of the event time, transformWithState, or event time that is not an
+        input's ``timestamp_column`` (e.g. parsed from a Kafka value).
+        """
+        self._check_open()
+        return self._state.late_records(output)
+
+    def assert_num_state_rows(
+        self,
+        output: str,
+        *,
+        total: int | Sequence[int],
+        updated: int | Sequence[int] | None = None,
+        removed: int | Sequence[int] | None = None,
+        dropped_by_watermark: int | Sequence[int] | None = None,
+        batch_id: int | None = None,
+    ) -> None:
+        """Assert the state metrics of ``output``'s query exactly as Spark's own
+        ``StateStoreMetricsTest.assertNumStateRows`` does.
+
+        ``total`` is ``numRowsTotal`` after the query's last batch. ``updated``,
+        ``removed`` and ``dropped_by_watermark`` (``numRowsUpdated``, ``numRowsRemoved``,
+        ``numRowsDroppedByWatermark``) are **summed** over the query's batches since the
+        previous successful ``assert_num_state_rows`` of this output, or since the queries
+        started or were restarted (:meth:`start`, :meth:`restart`), whichever is later:
+        a second call with no batch in between sees zeros. As in Spark, batches with
+        another number of stateful operators than the last one are left out of the sums.
+        Each value is one number per stateful operator in operator order, or a single
+        number for a query with one; leave out what you do not check.
+
+        ``batch_id`` (not in Spark) checks one batch's own numbers instead: its total and
+        what that batch alone updated, removed and dropped; it does not move the point
+        the next call sums from. On a mismatch the ``AssertionError`` shows expected and
+        actual per operator and which batches were summed.
+        """
+        __tracebackhide__ = True
+        self._check_open()
+        self._state.assert_num_state_rows(
+            output, total=total, updated=updated, removed=removed,
+            dropped_by_watermark=dropped_by_watermark, batch_id=batch_id)
+
+    def describe(self) -> TopologyDescription:
+        """Each query's output mode, watermarks (column and delay) and stateful operators
+        (Spark's operator id and name, state store names, key and value schemas),
+        printable like Kafka's ``Topology#describe()``. Operators are known once a batch
+        has run (Spark plans them then); schemas need PySpark 4.0+."""
+        self._check_open()
+        return self._state.describe()
