@@ -12,16 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CheckpointMissingError",
+    "DeserializationError",
     "DriverClosedError",
     "DriverStoppedError",
+    "InvalidDurationError",
     "NaiveDatetimeError",
     "NoSuchRecordError",
+    "NotASparkSessionError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "StateStoreError",
     "StepTimeoutError",
     "StreamTestError",
     "StreamingQueryFailedError",
+    "TimeOutOfRangeError",
     "TimeWentBackwardsError",
     "TopologyError",
     "UninitializedTopicError",
@@ -59,6 +64,16 @@ class TimeWentBackwardsError(StreamTestError, ValueError):
     """Processing time or record time asked to move backwards."""
 
 
+class InvalidDurationError(StreamTestError, ValueError):
+    """A duration the driver cannot use: not a whole number of milliseconds (Spark's
+    clock unit), or zero where it must be positive."""
+
+
+class TimeOutOfRangeError(StreamTestError, ValueError):
+    """A time the driver cannot represent (past 9999-12-31, Spark's and Python's last
+    day); nothing was changed."""
+
+
 class DriverClosedError(StreamTestError, RuntimeError):
     """The driver (or a topic handle of it) is used after ``close()``."""
 
@@ -69,6 +84,11 @@ class DriverStoppedError(StreamTestError, RuntimeError):
     resumes them."""
 
 
+class DeserializationError(StreamTestError, ValueError):
+    """An output topic handle's deserializer failed on a record (the message names its
+    partition and offset); the record stays unread."""
+
+
 class NoSuchRecordError(StreamTestError, LookupError):
     """A read from an output topic that holds no unread record."""
 
@@ -77,9 +97,19 @@ class UninitializedTopicError(NoSuchRecordError):
     """A read from a topic nothing was ever written to (a typo, or a routing bug)."""
 
 
+class CheckpointMissingError(StreamTestError, RuntimeError):
+    """A query's checkpoint is gone (deleted by something else) when the driver would
+    start it from there: Spark would silently start over, losing state and repeating
+    batch ids. Nothing was stopped or started."""
+
+
 class StateStoreError(StreamTestError, LookupError):
     """A state store that cannot be read as asked: a stateless query, an unknown
     operator, a batch that has not run, or a store of another shape."""
+
+
+class NotASparkSessionError(StreamTestError, TypeError):
+    """``spark=`` was given something that is not a SparkSession."""
 
 
 class SparkConnectNotSupportedError(StreamTestError, TypeError):

@@ -8,7 +8,12 @@ import pytest
 
 from pyspark_streamtest import BatchRecord, TestRecord, format_timeline
 from pyspark_streamtest.core.time import duration_ms, from_ms, require_aware, to_ms
-from pyspark_streamtest.errors import NaiveDatetimeError, TimeWentBackwardsError
+from pyspark_streamtest.errors import (
+    InvalidDurationError,
+    NaiveDatetimeError,
+    TimeOutOfRangeError,
+    TimeWentBackwardsError,
+)
 
 T = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -23,10 +28,11 @@ def test_milliseconds_round_trip_exactly():
     ("value", "error", "message"),
     [
         (timedelta(seconds=-1), TimeWentBackwardsError, "negative"),
-        (timedelta(microseconds=1500), ValueError, "whole number of milliseconds"),
+        (timedelta(microseconds=1500), InvalidDurationError, "whole number of milliseconds"),
+        (timedelta.max, TimeOutOfRangeError, "longer than the whole range of datetimes"),
         (5, TypeError, "datetime.timedelta"),
     ],
-    ids=["negative", "sub-millisecond", "not-timedelta"],
+    ids=["negative", "sub-millisecond", "longer-than-datetimes", "not-timedelta"],
 )
 def test_bad_durations(value, error, message):
     with pytest.raises(error, match=message):

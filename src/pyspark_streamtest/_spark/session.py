@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ..errors import SparkConnectNotSupportedError
+from ..errors import NotASparkSessionError, SparkConnectNotSupportedError
 from .versions import check_pyspark_version
 
 _LOG4J2 = Path(__file__).with_name("log4j2.properties")
@@ -82,8 +82,14 @@ def _share_import_paths_with_workers() -> None:
 
 def ensure_classic_session(spark: object) -> None:
     """Raise for anything but a classic (JVM-backed) SparkSession."""
+    kind = f"{type(spark).__module__}.{type(spark).__qualname__}"
+    if not hasattr(spark, "_jsparkSession") and not kind.startswith("pyspark.sql.connect"):
+        raise NotASparkSessionError(
+            f"spark= must be a SparkSession, got {kind} {spark!r:.80}; pass the session the "
+            "test uses (the plugin's `spark` fixture), or leave spark= out for "
+            "pyspark_streamtest.test_spark_session()"
+        )
     if not hasattr(spark, "_jsparkSession"):
-        kind = f"{type(spark).__module__}.{type(spark).__qualname__}"
         raise SparkConnectNotSupportedError(
             f"{kind} is a Spark Connect session; the driver needs a classic session with a "
             "local JVM (it controls the query's trigger clock and memory sources in that JVM). "

@@ -16,7 +16,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..errors import NaiveDatetimeError, TimeWentBackwardsError
+from ..errors import (
+    InvalidDurationError,
+    NaiveDatetimeError,
+    TimeOutOfRangeError,
+    TimeWentBackwardsError,
+)
 
 __all__ = ["DEFAULT_START_TIME"]
 
@@ -45,6 +50,25 @@ def to_ms(value: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
+LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc) - EPOCH) // timedelta(
+    milliseconds=1
+)
+"""The last millisecond a datetime (and a Spark timestamp) can hold."""
+
+
+_LONGEST = datetime.max.replace(tzinfo=timezone.utc) - datetime.min.replace(tzinfo=timezone.utc)
+
+
+def check_in_range(ms: int, what: str) -> int:
+    """``ms`` if it is at most :data:`LAST_MS`, else :class:`TimeOutOfRangeError`."""
+    if ms > LAST_MS:
+        raise TimeOutOfRangeError(
+            f"{what} would be past 9999-12-31T23:59:59.999Z, the last instant a datetime "
+            "and a Spark timestamp can hold; nothing was changed. Use a smaller delta"
+        )
+    return ms
+
+
 def from_ms(ms: int) -> datetime:
     return EPOCH + timedelta(milliseconds=ms)
 
@@ -58,11 +82,16 @@ def duration_ms(delta: object, what: str, *, allow_zero: bool = True) -> int:
             f"{what} is negative ({delta}); time only moves forward. "
             "Restart the test from an earlier point instead."
         )
+    if delta > _LONGEST:
+        raise TimeOutOfRangeError(
+            f"{what} ({delta}) is longer than the whole range of datetimes (years 1 to "
+            "9999); nothing was changed. Use a smaller delta"
+        )
     if delta % timedelta(milliseconds=1):
-        raise ValueError(f"{what} ({delta}) must be a whole number of milliseconds")
+        raise InvalidDurationError(f"{what} ({delta}) must be a whole number of milliseconds")
     ms = delta // timedelta(milliseconds=1)
     if ms == 0 and not allow_zero:
-        raise ValueError(f"{what} must be positive, got {delta}")
+        raise InvalidDurationError(f"{what} must be positive, got {delta}")
     return ms
 
 

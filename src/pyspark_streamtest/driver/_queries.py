@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
-from ..errors import UnknownTopicError
+from ..errors import CheckpointMissingError, UnknownTopicError
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
 from .topology import _BuiltOutput
@@ -76,6 +76,20 @@ class Queries:
     def running(self) -> bool:
         """True while the queries run (between :meth:`start` and :meth:`stop`)."""
         return any(r.running for r in self.runners)
+
+    def check_checkpoints(self) -> None:
+        """Raise :class:`CheckpointMissingError` if a query that has run batches has lost
+        its checkpoint (its offset log), before anything is stopped or started."""
+        for runner in self.runners:
+            if runner.next_batch_id > 0 and not os.path.isdir(
+                os.path.join(runner.checkpoint, "offsets")
+            ):
+                raise CheckpointMissingError(
+                    f"the checkpoint of output {runner.name!r} ({runner.checkpoint}) is gone "
+                    f"after {runner.next_batch_id} batches; starting from it would silently "
+                    "start over (state lost, batch ids repeated). Something deleted it: keep "
+                    "checkpoint_root= out of cleanup, or create a new driver"
+                )
 
     def start(self, now_ms: int) -> list[BatchRecord]:
         """Start every query at processing time ``now_ms`` (from its checkpoint, if it has

@@ -84,6 +84,13 @@ class StateAccess:
                 f"output {output!r} operator {chosen} is a stream-stream join; read one side "
                 "with get_join_store(output, 'left' or 'right')"
             )
+        if (state_var is not None or timers) and "transformWithState" not in kind:
+            asked = f"state_var={state_var!r}" if state_var is not None else "timers=True"
+            raise StateStoreError(
+                f"output {output!r} operator {chosen} is {kind}: {asked} reads a state "
+                "variable (or the timers) of transformWithState(InPandas) only; read this "
+                "operator's store without it, e.g. get_state_store(output)"
+            )
         names = {s.store_name for s in stores if s.operator_id == chosen}
         if store_name is not None and store_name not in names:
             raise StateStoreError(

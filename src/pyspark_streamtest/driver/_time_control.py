@@ -7,7 +7,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from ..core.records import BatchRecord
-from ..core.time import _PythonClockFreeze, duration_ms, from_ms, require_aware, to_ms
+from ..core.time import (
+    _PythonClockFreeze,
+    check_in_range,
+    duration_ms,
+    from_ms,
+    require_aware,
+    to_ms,
+)
 from ..errors import DriverStoppedError, StreamTestError, TimeWentBackwardsError
 from ._history import History
 from ._queries import Queries
@@ -55,7 +62,7 @@ class TimeControl:
 
     # --- the verbs --------------------------------------------------------------------
     def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
-        target = self.now_ms + duration_ms(delta, "delta")
+        target = check_in_range(self.now_ms + duration_ms(delta, "delta"), "processing time")
         if not self._queries.running:
             self._set_time(target)  # stopped: time moves, nothing runs
             return []
@@ -73,7 +80,7 @@ class TimeControl:
         return ran
 
     def jump_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
-        target = self.now_ms + duration_ms(delta, "delta")
+        target = check_in_range(self.now_ms + duration_ms(delta, "delta"), "processing time")
         if not self._queries.running:
             self._set_time(target)
             return []

@@ -372,6 +372,7 @@ class TopologyTestDriver(StateVerbs):
         self._check_open()
         if self._queries.running:
             return []
+        self._queries.check_checkpoints()
         self._state.restarted()
         try:
             ran = self._queries.start(self._time.now_ms)
@@ -390,7 +391,13 @@ class TopologyTestDriver(StateVerbs):
         Spark owed before the restart (to emit windows or evict state after the
         watermark moved) is *not* run: a restarted query has no last execution to ask,
         so what was due is done by the next data batch (checked by property tests
-        against Spark on every supported line). Returns the batches that ran."""
+        against Spark on every supported line). Returns the batches that ran.
+
+        Raises :class:`~pyspark_streamtest.errors.CheckpointMissingError`, with nothing
+        stopped, when a query's checkpoint was deleted (Spark would silently start
+        over); :meth:`start` checks the same."""
+        self._check_open()
+        self._queries.check_checkpoints()  # before stopping anything
         self.stop()
         return self.start()
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.equality import assert_values_equal
 from ..core.records import KeyValue, TestRecord
-from ..errors import NoSuchRecordError, UninitializedTopicError
+from ..errors import DeserializationError, NoSuchRecordError, UninitializedTopicError
 from ..kafka.serdes import Deserializer
 from ._history import History
 
@@ -122,7 +122,9 @@ class TestOutputTopic:
                 f"{self._kind()} {self._name!r} has no unread record ({self._produced()}); "
                 "run a batch first (driver.process_all_available() or advance_wall_clock(...))"
             )
-        return self._deserialize(queue.popleft())
+        record = self._deserialize(queue[0])  # a record that fails stays at the head
+        queue.popleft()
+        return record
 
     def read_value(self) -> Any:
         """Remove the oldest unread record and return its value."""
@@ -279,10 +281,11 @@ class TestOutputTopic:
             if value is not None and self._value_deserializer is not None:
                 value = self._value_deserializer(value)
         except Exception as error:
-            raise ValueError(
+            raise DeserializationError(
                 f"topic {self._name!r}: cannot deserialize the record at partition "
                 f"{record.partition} offset {record.offset} ({type(error).__name__}: {error}); "
-                "check key_deserializer/value_deserializer of create_output_topic"
+                "it stays unread; check key_deserializer/value_deserializer of "
+                "create_output_topic, or read it with a handle without them (raw bytes)"
             ) from error
         return dataclasses.replace(record, key=key, value=value)
 
