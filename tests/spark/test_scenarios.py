@@ -188,3 +188,24 @@ def test_a_scenario_finds_its_topology_module_beside_it(tmp_path, monkeypatch, s
     monkeypatch.chdir(tmp_path)  # not the scenario's folder
     result = run_scenario(scenario, spark=spark)
     assert result.passed, result.message
+
+
+def test_scenario_compares_timestamps_written_as_text_as_instants(tmp_path, spark):
+    (tmp_path / "text_times.py").write_text(
+        "from pyspark.sql import functions as F\n\n"
+        "def seconds_text(t):\n"
+        "    clicks = t.input('clicks', schema='user STRING, ts TIMESTAMP',\n"
+        "                     timestamp_column='ts')\n"
+        "    t.output('out', clicks.select('user', F.date_format(\n"
+        "        'ts', \"yyyy-MM-dd'T'HH:mm:ssXXX\").alias('at')))\n"
+    )
+    scenario = tmp_path / "text_times.streamtest.json"
+    scenario.write_text(
+        '{"topology": "text_times:seconds_text", "steps": ['
+        '{"pipe": {"topic": "clicks", "records": [{"value": {"user": "a"}, "timestamp": "+1s"}]}},'
+        ' "process",'
+        ' {"expect": {"topic": "out", "values": [{"user": "a", "at": "2024-01-01T00:00:01.000Z"}]}}'
+        "]}"
+    )
+    result = run_scenario(scenario, spark=spark, sql_conf={"spark.sql.session.timeZone": "UTC"})
+    assert result.passed, result.message

@@ -50,3 +50,36 @@ def test_actual_values_name_the_batch_that_emitted_them():
     assert lines[3] == '  *   1  {"n":3}   (batch 4) {"n":2}    n: 3 != 2'
     with pytest.raises(ValueError, match="batch_ids has 1 entries for 2 values"):
         assert_values_equal([1, 2], [1, 2], batch_ids=[0])
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [
+        ("2024-01-01T00:10:00Z", "2024-01-01T00:10:00.000Z"),
+        ("2024-01-01T00:10:00.000Z", "2024-01-01T00:10:00Z"),
+        ("2024-01-01T01:10:00.000+01:00", "2024-01-01T00:10:00Z"),
+        ("2024-01-01T01:10:00+0100", "2024-01-01T00:10:00Z"),
+        ("2023-12-31T19:10:00-05", "2024-01-01T00:10:00Z"),
+        ("2024-01-01T00:10:00.000000001Z", "2024-01-01T00:10Z"),
+        ("2024-01-01 00:10:00Z", datetime(2024, 1, 1, 0, 10, tzinfo=timezone.utc)),
+        ({"end": "2024-01-01T00:10:00Z"}, {"end": datetime(2024, 1, 1, 0, 10, tzinfo=timezone.utc)}),
+    ],
+    ids=["no-millis-vs-millis", "millis-vs-no-millis", "offset", "compact-offset",
+         "hour-offset", "nanos", "space-vs-datetime", "nested"],
+)
+def test_instant_strings_compare_as_instants(actual, expected):
+    assert_values_equal([actual], [expected])
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [
+        ("2024-01-01T00:10:00Z", "2024-01-01T00:10:01Z"),
+        ("2024-01-01T00:10:00", "2024-01-01T00:10:00Z"),  # no zone: a plain string
+        ("2024-01-01T00:10:00+01:00", "2024-01-01T00:10:00Z"),
+    ],
+    ids=["other-second", "no-zone-is-text", "other-instant"],
+)
+def test_different_instants_and_zoneless_text_differ(actual, expected):
+    with pytest.raises(OutputMismatchError):
+        assert_values_equal([actual], [expected])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core._stable import utc_text
+from ..core._stable import parse_instant, utc_text
 from ..core.equality import assert_values_equal
 from ..core.records import BatchRecord
 from ..core.time import require_aware
@@ -281,13 +280,11 @@ class _Runner:
                                 batch_ids=[r.batch_id for r in records])
 
 
-_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)")
-
-
 def _instants(value: Any) -> Any:
     """Expected values with ISO-instant strings (JSON files) turned into datetimes."""
-    if isinstance(value, str) and _INSTANT.fullmatch(value):
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    instant = parse_instant(value) if isinstance(value, str) else None
+    if instant is not None:
+        return instant
     if isinstance(value, datetime):
         return require_aware(value, "an expected time")
     if isinstance(value, dict):
