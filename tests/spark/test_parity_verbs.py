@@ -285,3 +285,24 @@ def test_sql_conf_is_restored_when_the_topology_fails(spark):
         TopologyTestDriver(broken, spark=spark,
                            sql_conf={"spark.sql.session.timeZone": "Asia/Tokyo"})
     assert spark.conf.get("spark.sql.session.timeZone") == before
+
+
+# --- per-output batch history ------------------------------------------------------------
+def test_each_output_topic_has_its_own_batch_history(topology_driver):
+    def two_outputs(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                         timestamp_column="ts")
+        t.output("users", clicks.select("user"))
+        t.output("counts", clicks.groupBy("user").count(), output_mode="update")
+
+    driver = topology_driver(two_outputs)
+    clicks = driver.create_input_topic("clicks")
+    users, counts = driver.create_output_topic("users"), driver.create_output_topic("counts")
+    clicks.pipe_input({"user": "a", "url": "/"})
+    driver.process_all_available()
+    assert [b.output for b in driver.batches] == ["users", "counts"]
+    assert [(b.output, b.batch_id) for b in counts.batches] == [("counts", 0)]
+    assert counts.batches[-1].output_values == [{"user": "a", "count": 1}]
+    assert users.batches[-1].output_values == [{"user": "a"}]
+    users.read_values_to_list()
+    assert len(users.batches) == 1  # reads do not touch the history

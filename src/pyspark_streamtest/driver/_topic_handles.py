@@ -87,8 +87,13 @@ class TopicHandles:
                 + (f" and its Kafka outputs write {names_text(self._fixed_topics())}"
                    if self._kafka_outputs() else "")
             )
+        writers = tuple(
+            b.spec.name for b in self._kafka_outputs()
+            if b.spec.kafka is not None
+            and (b.spec.kafka.routes_by_column or (b.spec.kafka.topic or b.spec.name) == name)
+        )
         return TestOutputTopic._create(
-            self._output_link, name, kafka=True,
+            self._output_link, name, kafka=True, queries=writers,
             key_deserializer=deserializer(key_deserializer),
             value_deserializer=deserializer(value_deserializer),
         )

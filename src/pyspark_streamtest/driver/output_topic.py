@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.equality import assert_values_equal
-from ..core.records import KeyValue, TestRecord
+from ..core.records import BatchRecord, KeyValue, TestRecord
 from ..errors import DeserializationError, NoSuchRecordError, UninitializedTopicError
 from ..kafka.serdes import Deserializer
 from ._history import History
@@ -68,6 +68,7 @@ class TestOutputTopic:
         name: str,
         *,
         kafka: bool,
+        queries: tuple[str, ...] = (),
         complete: bool = False,
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
@@ -77,6 +78,7 @@ class TestOutputTopic:
         topic._name = name
         topic._kafka = kafka
         topic._complete = complete
+        topic._queries = queries or (name,)
         topic._key_deserializer = key_deserializer
         topic._value_deserializer = value_deserializer
         return topic
@@ -85,6 +87,7 @@ class TestOutputTopic:
     _name: str
     _kafka: bool
     _complete: bool
+    _queries: tuple[str, ...]
     _key_deserializer: Deserializer | None
     _value_deserializer: Deserializer | None
 
@@ -140,6 +143,15 @@ class TestOutputTopic:
         records = [self._deserialize(r) for r in queue]
         queue.clear()
         return records
+
+    @property
+    def batches(self) -> tuple[BatchRecord, ...]:
+        """Every batch of the query that writes this output, oldest first (kept across
+        restarts and after reads), unlike :attr:`TopologyTestDriver.batches
+        <pyspark_streamtest.TopologyTestDriver.batches>`, which mixes every output's
+        queries. For a Kafka topic: the batches of every Kafka output that can write it
+        (its fixed topic, or any output that routes by a ``topic`` column)."""
+        return tuple(b for b in self._link.history.batches if b.output in self._queries)
 
     def all_rows(self) -> list[Any]:
         """What Spark's memory sink would hold now, as Spark's ``CheckAnswer`` reads it,
