@@ -10,6 +10,7 @@ from hypothesis import find, given, settings
 from hypothesis.errors import InvalidArgument
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
+from pyspark_streamtest.core.time import to_ms
 from pyspark_streamtest.testing import strategies as sst
 from pyspark_streamtest.testing.model import (
     AdvanceWatermark,
@@ -154,6 +155,10 @@ def test_a_counterexample_shrinks_to_a_few_records():
     (lambda: sst.events(min_size=3, max_size=1), "need 0 <= min_size <= max_size"),
     (lambda: sst.events(resolution=timedelta(0)), "must be positive"),
     (lambda: sst.events(max_step=timedelta(milliseconds=1500)), "multiple of resolution"),
+    (lambda: sst.events(late=0.1, late_by=timedelta(milliseconds=2500)),
+     "late_by=.* must be a multiple of resolution"),
+    (lambda: sst.events(resolution=30 * S, max_disorder=45 * S),
+     r"max_disorder=.* must be a multiple of resolution=datetime.timedelta\(seconds=30\)"),
     (lambda: sst.events(start=T0.replace(tzinfo=None)), "timezone-aware"),
     (lambda: sst.schedules(max_batches=0), "max_batches=0 must be an int >= 1"),
     (lambda: sst.event_keys(count=0), "count=0 must be an int from 1 to 26"),
@@ -161,3 +166,16 @@ def test_a_counterexample_shrinks_to_a_few_records():
 def test_bad_arguments_are_refused_up_front(call, message):
     with pytest.raises(InvalidArgument, match=message):
         call()
+
+
+@pytest.mark.parametrize("resolution", [30 * S, timedelta(minutes=7), timedelta(milliseconds=3)],
+                         ids=["30s", "7min", "3ms"])
+def test_every_default_works_with_a_coarse_resolution(resolution):
+    """A resolution that divides none of the defaults still works: max_step defaults to two
+    steps, late_by to 10 s rounded up, and late_by is checked only when late > 0."""
+    strategy = sst.events(resolution=resolution, min_size=5, max_size=5, late=0.5)
+    events = find(strategy, lambda e: len({x.timestamp for x in e}) > 2,
+                  settings=settings(database=None, derandomize=True))
+    step = resolution // timedelta(milliseconds=1)
+    assert all((to_ms(e.timestamp) - to_ms(T0)) % step == 0 for e in events)
+    sst.events(resolution=resolution, late_by=timedelta(milliseconds=1))  # late=0: unused

@@ -102,10 +102,10 @@ def events(
     min_size: int = 0,
     max_size: int = 12,
     resolution: timedelta = timedelta(seconds=1),
-    max_step: timedelta = timedelta(seconds=2),
+    max_step: timedelta | None = None,
     max_disorder: timedelta = timedelta(0),
     late: float = 0.0,
-    late_by: timedelta = timedelta(seconds=10),
+    late_by: timedelta | None = None,
     duplicates: float = 0.0,
     tombstones: float = 0.0,
     key_skew: float = 0.0,
@@ -113,10 +113,14 @@ def events(
     """Lists of :class:`~pyspark_streamtest.testing.model.Event` in arrival order.
 
     A hidden clock starts at ``start`` and moves ``0..max_step`` per event (in steps of
-    ``resolution``). Each event's time is the clock minus ``0..max_disorder`` (bounded
-    disorder: an event is at most ``max_disorder`` older than the newest before it).
-    A ``late`` share is instead more than ``late_by`` behind the clock (set ``late_by``
-    to the watermark delay to make them late for Spark unless the batching saves them).
+    ``resolution``; ``max_step`` defaults to two steps). Each event's time is the clock
+    minus ``0..max_disorder`` (bounded disorder: an event is at most ``max_disorder``
+    older than the newest before it). A ``late`` share is instead more than ``late_by``
+    behind the clock (set ``late_by`` to the watermark delay to make them late for Spark
+    unless the batching saves them; it defaults to 10 s rounded up to a multiple of
+    ``resolution``). Every time argument given must be a multiple of ``resolution``;
+    ``late_by`` is checked only when ``late`` asks for late events, so a coarse
+    ``resolution`` works with every default.
     A ``duplicates`` share repeats an earlier event exactly; a ``tombstones`` share has
     value None; ``key_skew`` is the share of events on one hot key. ``keys`` and
     ``values`` default to ``"a".."c"`` and ``"x".."z"``.
@@ -128,10 +132,17 @@ def events(
                            ("tombstones", tombstones), ("key_skew", key_skew)):
         _check_fraction(name, fraction)
     resolution = _check_duration("resolution", resolution, positive=True)
-    for name, value in (("max_step", max_step), ("max_disorder", max_disorder),
-                        ("late_by", late_by)):
+    if max_step is None:
+        max_step = 2 * resolution
+    if late_by is None:
+        late_by = -(-timedelta(seconds=10) // resolution) * resolution
+    checked = [("max_step", max_step), ("max_disorder", max_disorder)]
+    if late:
+        checked.append(("late_by", late_by))
+    for name, value in checked:
         if _check_duration(name, value) % resolution:
-            raise InvalidArgument(f"{name}={value!r} must be a multiple of resolution")
+            raise InvalidArgument(
+                f"{name}={value!r} must be a multiple of resolution={resolution!r}")
     if not isinstance(start, datetime) or start.tzinfo is None:
         raise InvalidArgument(f"start={start!r} must be a timezone-aware datetime")
     return _events(keys if keys is not None else event_keys(),
