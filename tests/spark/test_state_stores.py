@@ -255,3 +255,32 @@ def test_windowed_state_reads_through_every_verb(topology_driver):
     assert key == ("a", at(1))
     assert value == {"user": "a", "session_window": {"start": at(1), "end": at(6)}, "count": 1}
     assert driver.get_state_store("sessions").to_dict() == {key: value}
+
+
+def deduplicated(t: Topology) -> None:
+    clicks = (t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+              .withWatermark("ts", "10 seconds"))
+    unique = clicks.dropDuplicatesWithinWatermark(["user", "ts"])
+    t.output("sessions", unique.groupBy(F.session_window("ts", "5 seconds"), "user").count())
+    t.output("windows", unique.groupBy(F.window("ts", "5 seconds"), "user").count())
+    t.output("totals", clicks.dropDuplicates(["user", "ts"]).groupBy("user").count(),
+             output_mode="update")
+
+
+@needs_state_reads
+def test_a_read_picks_the_only_operator_of_its_kind(topology_driver):
+    driver = topology_driver(deduplicated)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_input({"user": "a"}, timestamp=at(1))
+    clicks.pipe_input({"user": "a"}, timestamp=at(1))  # a duplicate
+    driver.process_all_available()
+    # A dedup before the session / window aggregation: one operator of each kind.
+    assert driver.get_session_store("sessions").fetch("a") == [
+        (Window(at(1), at(6)), {"count": 1})]
+    assert driver.get_window_store("windows").fetch("a") == [
+        (Window(at(0), at(5)), {"count": 1})]
+    # Two key-value stores (the aggregation and the dedup): that one is ambiguous.
+    with pytest.raises(StateStoreError, match=r"2 stateful operators: 0 \(stateStoreSave\), "
+                                              r"1 \(dedupe\); pass operator_id="):
+        driver.get_key_value_store("totals")
+    assert driver.get_key_value_store("totals", operator_id=0).to_dict() == {"a": {"count": 1}}

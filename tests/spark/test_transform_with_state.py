@@ -110,6 +110,11 @@ def _run_and_check(topology_driver, spark, method: str) -> None:
     # The state variable, read through Spark's state data source.
     assert driver.get_state_store("activity", state_var="total").to_dict() == {
         "a": {"total": 2}, "b": {"total": 2}}
+    # describe() names the operator; its state lives in state variables, not one schema.
+    (operator,) = driver.describe().query("activity").operators
+    assert operator.kind.startswith("transformWithState")
+    assert (operator.key_schema, operator.value_schema) == (None, None)
+    assert "transformWithState" in str(driver.describe())
 
 
 @pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)

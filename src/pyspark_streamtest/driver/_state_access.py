@@ -73,7 +73,7 @@ class StateAccess:
                 f"as of batch {batch_id} yet"
             )
         stores = store_metadata(self._spark, runner.checkpoint, output)
-        chosen = choose_operator(stores, output, operator_id)
+        chosen = choose_operator(stores, output, operator_id, shape)
         kind = next(s.operator_name for s in stores if s.operator_id == chosen)
         if join_side is not None and kind != "symmetricHashJoin":
             raise StateStoreError(
@@ -131,7 +131,9 @@ class StateAccess:
             mine = [s for s in stores if s.operator_id == operator_id]
             names = tuple(s.store_name for s in mine)
             key_schema = value_schema = None
-            if "default" in names:
+            # transformWithState keeps its state in named state variables, each with its
+            # own schema (read them with state_var=): there is no one store schema.
+            if "default" in names and "transformWithState" not in mine[0].operator_name:
                 schema = read_state_schema(self._spark, runner.checkpoint, state_reader_options(
                     runner.last_batch.batch_id, operator_id, "default", None, None))
                 key_schema = schema["key"].dataType.simpleString()

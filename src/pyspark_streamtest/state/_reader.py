@@ -26,16 +26,42 @@ def store_metadata(spark: SparkSession, checkpoint: str, output: str) -> list[St
     return stores
 
 
-def choose_operator(stores: list[StoreMetadata], output: str, operator_id: int | None) -> int:
+_SESSION, _AGGREGATION, _JOIN = "sessionWindowStateStoreSaveExec", "stateStoreSave", (
+    "symmetricHashJoin"
+)
+
+
+def _fits(shape: Shape, kind: str) -> bool:
+    """Whether an operator of Spark's name ``kind`` can hold a store of ``shape``."""
+    if shape == "session":
+        return kind == _SESSION
+    if shape == "window":
+        return kind == _AGGREGATION
+    if shape == "join":
+        return kind == _JOIN
+    if shape == "key_value":
+        return kind not in (_SESSION, _JOIN)
+    return True
+
+
+def choose_operator(
+    stores: list[StoreMetadata], output: str, operator_id: int | None, shape: Shape = "generic"
+) -> int:
+    """The operator to read: ``operator_id`` if given, else the only one that fits
+    ``shape`` (a dedup before a session window leaves one session operator)."""
     ids = sorted({s.operator_id for s in stores})
-    listed = ", ".join(
-        f"{i} ({next(s.operator_name for s in stores if s.operator_id == i)})" for i in ids
-    )
+    names = {i: next(s.operator_name for s in stores if s.operator_id == i) for i in ids}
+    listed = ", ".join(f"{i} ({names[i]})" for i in ids)
     if operator_id is None:
-        if len(ids) == 1:
-            return ids[0]
+        fitting = [i for i in ids if _fits(shape, names[i])] or ids
+        if len(fitting) == 1:
+            return fitting[0]
+        which = "" if len(fitting) == len(ids) else (
+            f" ({len(fitting)} of them can hold this read: "
+            + ", ".join(str(i) for i in fitting) + ")")
         raise StateStoreError(
-            f"output {output!r} has {len(ids)} stateful operators: {listed}; pass operator_id="
+            f"output {output!r} has {len(ids)} stateful operators: {listed}{which}; pass "
+            "operator_id= (see driver.describe())"
         )
     if operator_id not in ids:
         raise StateStoreError(

@@ -242,8 +242,9 @@ class OperatorDescription:
     ``stateStoreSave`` for aggregations, ``dedupe``, ``symmetricHashJoin``,
     ``sessionWindowStateStoreSaveExec``, ``applyInPandasWithState``,
     ``transformWithStateInPandasExec``), its state store names, and the key and value
-    schemas of its default store (None until a batch has committed state, or on
-    PySpark 3.5)."""
+    schemas of its default store (None until a batch has committed state, on PySpark
+    3.5, and for ``transformWithState(InPandas)``, whose state variables each have their
+    own schema: read them with ``get_state_store(output, state_var=...)``)."""
 
     operator_id: int
     kind: str
