@@ -29,3 +29,10 @@ def clicks_per_user(t: Topology) -> None:
         .count()
     )
     t.output("counts", counts, output_mode="append")
+
+
+def counts_per_user(t: Topology) -> None:
+    """Clicks counted per user, update mode (no watermark: every batch is a data batch)."""
+    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                     timestamp_column="ts")
+    t.output("counts", clicks.groupBy("user").count(), output_mode="update")

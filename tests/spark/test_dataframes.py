@@ -17,15 +17,9 @@ from pyspark_streamtest import (
     TopologyTestDriver,
     UninitializedTopicError,
 )
-from tests.helpers import at, clicks_per_user
+from tests.helpers import at, clicks_per_user, counts_per_user
 
 needs_state_reads = pytest.mark.streamtest_requires(Feature.STATE_STORE_READS)
-
-
-def counts_per_user(t: Topology) -> None:
-    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
-                     timestamp_column="ts")
-    t.output("counts", clicks.groupBy("user").count(), output_mode="update")
 
 
 def keyed_changes(t: Topology) -> None:

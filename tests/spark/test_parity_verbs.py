@@ -14,7 +14,7 @@ from pyspark_streamtest import (
     Topology,
     TopologyTestDriver,
 )
-from tests.helpers import T0, at, clicks_per_user, window
+from tests.helpers import T0, at, clicks_per_user, counts_per_user, window
 from tests.spark.test_time import expiring_sessions
 
 S = timedelta(seconds=1)
@@ -22,12 +22,6 @@ S = timedelta(seconds=1)
 
 def passthrough(t: Topology) -> None:
     t.output("out", t.input("events", schema="n INT"))
-
-
-def counts_per_user(t: Topology) -> None:
-    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
-                     timestamp_column="ts")
-    t.output("counts", clicks.groupBy("user").count(), output_mode="update")
 
 
 def total_count(t: Topology) -> None:
