@@ -183,11 +183,15 @@ def test_sql_conf_applies_to_the_driver_queries_only(spark):
 
 
 def test_spark_connect_session_is_refused():
-    class RemoteSession:  # what a Connect session looks like to the driver: no JVM handle
+    # A real Connect session needs the grpc client, which the test environment does not
+    # install; this stand-in has what the driver looks at: the class's identity
+    # (pyspark.sql.connect.session.SparkSession) and no JVM handle.
+    class SparkSession:
         pass
 
+    SparkSession.__module__ = "pyspark.sql.connect.session"
     with pytest.raises(SparkConnectNotSupportedError, match=r"Spark Connect session.*classic"):
-        TopologyTestDriver(clicks_per_user, spark=RemoteSession())  # type: ignore[arg-type]
+        TopologyTestDriver(clicks_per_user, spark=SparkSession())  # type: ignore[arg-type]
 
 
 def _boom(value):  # no type hints: PySpark would read them as a pandas UDF
