@@ -35,7 +35,10 @@ class ManualClock:
     # to let Spark catch up: a healthy query wakes the waiter at once through the condition.
     _LIVENESS_CHECK_S = 0.05
 
-    def __init__(self, start_ms: int) -> None:
+    def __init__(self, start_ms: int, on_call: Callable[[], None] = lambda: None) -> None:
+        """``on_call`` runs on the calling (callback) thread at each ``getTimeMillis`` and
+        ``waitTillTime``."""
+        self._on_call = on_call
         self._cv = threading.Condition()
         self._now = int(start_ms)
         self._wait_target: int | None = None
@@ -45,6 +48,7 @@ class ManualClock:
 
     # --- org.apache.spark.util.Clock (called from the JVM stream thread) ------------------
     def getTimeMillis(self) -> int:  # noqa: N802 (Java interface name)
+        self._on_call()
         with self._cv:
             return self._now
 
@@ -53,6 +57,7 @@ class ManualClock:
             return self._now * 1_000_000
 
     def waitTillTime(self, targetTime: int) -> int:  # noqa: N802, N803
+        self._on_call()
         with self._cv:
             self._wait_calls += 1
             self._wait_target = int(targetTime)

@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame
 
+from .callbacks import CallbackConnections
 from .clock import ManualClock
 from .jvm import JavaObject, Jvm, java_error_text
 from .versions import capabilities
@@ -77,14 +78,20 @@ def failure_text(jquery: JavaObject) -> str | None:
     return text.strip()
 
 
-def stop_query(jquery: JavaObject, clock: ManualClock, timeout_s: float = 60.0) -> None:
+def stop_query(
+    jquery: JavaObject,
+    clock: ManualClock,
+    callbacks: CallbackConnections | None = None,
+    timeout_s: float = 60.0,
+) -> None:
     """Stop a query whose stream thread may be blocked in our Python clock.
 
     ``StreamingQuery.stop()`` sets the query TERMINATED, then interrupts and joins the
     stream thread; an interrupt cannot reach a thread blocked in a Py4J callback, so
     stop() would wait for the clock forever. We call stop() on a helper thread, wait
     until the query reports inactive (it then runs no further batch), release the
-    clock so the callback returns, and join.
+    clock so the callback returns, and join. Once stop() has returned the stream thread
+    has ended, and the callback connections it used are closed.
     """
     errors: list[BaseException] = []
 
@@ -105,5 +112,7 @@ def stop_query(jquery: JavaObject, clock: ManualClock, timeout_s: float = 60.0) 
     stopper.join(max(0.0, deadline - time.monotonic()))
     if stopper.is_alive():
         raise TimeoutError(f"StreamingQuery.stop() did not return within {timeout_s:.0f} s")
+    if callbacks is not None:
+        callbacks.close()
     if errors:
         raise RuntimeError(f"stopping the query failed: {java_error_text(errors[0])}")

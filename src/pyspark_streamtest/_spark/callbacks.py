@@ -1,0 +1,59 @@
+"""The Py4J callback connections that serve one query's stream thread.
+
+In PySpark's pinned-thread mode (the default), each JVM thread that calls into Python
+gets its own connection to the callback server, served by its own Python thread. A
+query's stream thread calls our clock and sink, so every query start opens one; the
+JVM never closes it when the stream thread ends (neither does plain PySpark), so a
+thread and a socket would stay behind per start. We note the connection on each
+callback and close it once the stream thread has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from typing import Any
+
+_JOIN_TIMEOUT_S = 5.0
+"""How long closing waits for a connection's Python thread to end (it ends at once)."""
+
+
+class CallbackConnections:
+    """The Python ends of the callback connections one stream thread used."""
+
+    def __init__(self, gateway: Any) -> None:
+        client = getattr(gateway, "_gateway_client", None)
+        # Only ClientServer (pinned-thread mode) binds a connection to a thread.
+        self._thread_connection = getattr(client, "get_thread_connection", None)
+        self._lock = threading.Lock()
+        self._connections: dict[int, tuple[Any, threading.Thread]] = {}
+
+    def note(self) -> None:
+        """Remember the connection serving the calling callback thread."""
+        if self._thread_connection is None:
+            return
+        connection = self._thread_connection()
+        if connection is not None:
+            with self._lock:
+                self._connections.setdefault(
+                    id(connection), (connection, threading.current_thread())
+                )
+
+    def close(self) -> None:
+        """Shut the remembered connections down and wait (bounded) for their Python
+        threads to end. Call only once the JVM thread they served has ended.
+
+        Shutting the socket down (rather than closing it) wakes the serving thread,
+        which is blocked reading it; that thread then closes the connection itself.
+        """
+        with self._lock:
+            noted, self._connections = list(self._connections.values()), {}
+        for connection, _ in noted:
+            sock = getattr(connection, "socket", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        for _, thread in noted:
+            if thread is not threading.current_thread():
+                thread.join(_JOIN_TIMEOUT_S)
