@@ -2,9 +2,11 @@
 
 User errors subclass ``ValueError`` or ``TypeError`` (and :class:`StreamTestError`),
 so ``pytest.raises(ValueError)`` works as well as the precise type. After a user
-error the driver is unchanged and still usable; after :class:`StreamingQueryFailedError`
-or :class:`StepTimeoutError` the driver has closed itself (queries stopped,
-checkpoints deleted).
+error the driver is unchanged and still usable. After :class:`StreamingQueryFailedError`
+the driver's queries are stopped with their checkpoints (``restart()`` retries the
+failed batch, as Spark's recovery does). After :class:`StepTimeoutError`,
+:class:`SparkDiedError` or an interrupt (:class:`DriverInterruptedError` on every later
+call) the driver has closed itself (queries stopped, checkpoints deleted).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ __all__ = [
     "CheckpointMissingError",
     "DeserializationError",
     "DriverClosedError",
+    "DriverInterruptedError",
+    "DriverLeftOpenError",
     "DriverStoppedError",
     "InvalidDurationError",
     "NaiveDatetimeError",
@@ -78,6 +82,16 @@ class DriverClosedError(StreamTestError, RuntimeError):
     """The driver (or a topic handle of it) is used after ``close()``."""
 
 
+class DriverInterruptedError(DriverClosedError):
+    """The driver was interrupted (``KeyboardInterrupt``, ``SystemExit``) in the middle of
+    a step and closed itself: a half-run batch cannot be trusted. Create a new driver."""
+
+
+class DriverLeftOpenError(StreamTestError, RuntimeError):
+    """A test ended with a driver it made still open (raised by the pytest plugin at
+    teardown, after it closed the driver)."""
+
+
 class DriverStoppedError(StreamTestError, RuntimeError):
     """A verb that needs running queries (``process_all_available``,
     ``advance_watermark_to``) was called after ``driver.stop()``; ``driver.start()``
@@ -121,7 +135,10 @@ class UnsupportedSparkVersionError(StreamTestError, RuntimeError):
 
 
 class StreamingQueryFailedError(StreamTestError, RuntimeError):
-    """A query failed while running a batch. The driver has closed itself.
+    """A query failed while running a batch. The driver's queries are now stopped, with
+    their checkpoints: :meth:`~pyspark_streamtest.TopologyTestDriver.restart` retries the
+    failed batch (same batch id, same records) as Spark's recovery does, failing again
+    while the cause remains; :meth:`~pyspark_streamtest.TopologyTestDriver.close` ends it.
 
     Attributes: ``output`` (the output whose query failed), ``batch_id`` (the batch that
     failed), ``cause`` (Spark's error text, including the Python traceback of a failing
@@ -140,8 +157,9 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
         self.records = records
         read = _describe_records(records)
         super().__init__(
-            f"the query of output {output!r} failed in batch {batch_id}{read}; the driver is "
-            f"now closed. Spark's error:\n{cause}"
+            f"the query of output {output!r} failed in batch {batch_id}{read}; the driver's "
+            f"queries are stopped (restart() retries batch {batch_id} from the checkpoint, "
+            f"as Spark does). Spark's error:\n{cause}"
         )
 
 

@@ -13,6 +13,13 @@ Fixtures:
     :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
     it after the test. The test then fails if any streaming query is still active.
 
+Open drivers:
+
+A test that leaves a driver open (made during the test, not by a fixture wider than
+the test, and neither closed nor used as a context manager) errors at teardown with
+:class:`~pyspark_streamtest.errors.DriverLeftOpenError` naming the test and the driver;
+the plugin closes the driver first, so the next test starts clean.
+
 ``golden``
     ``golden(driver, name)`` compares the driver's batch history with
     ``golden/<name>.timeline`` beside the test module (see
@@ -281,6 +288,63 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
                 report.sections.append(("streamtest timeline picture" + suffix, path))
     return report
+
+
+# --- drivers left open ------------------------------------------------------------------------
+_FIRST_SERIAL = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    from .core import _open_drivers
+
+    item.stash[_FIRST_SERIAL] = _open_drivers.next_serial()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: Any) -> Any:
+    """Drivers made by a fixture wider than one test belong to that fixture."""
+    if fixturedef.scope == "function":
+        return (yield)
+    from .core import _open_drivers
+
+    with _open_drivers.shared():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """After every fixture is torn down: close the drivers the test left open, then
+    fail the test naming them."""
+    __tracebackhide__ = True
+    try:
+        result = yield
+    finally:  # a failing teardown still gets its leaked drivers closed
+        left = _close_left_open(item)
+    if not left:
+        return result
+    from .errors import DriverLeftOpenError
+
+    raise DriverLeftOpenError(
+        f"test {item.nodeid} left {len(left)} TopologyTestDriver(s) open: "
+        f"{'; '.join(left)}. The plugin closed them. Close each driver (`with "
+        "TopologyTestDriver(...) as driver:` or driver.close()), or make it with the "
+        "topology_driver fixture, which closes it"
+    )
+
+
+def _close_left_open(item: pytest.Item) -> list[str]:
+    """Close the drivers ``item`` made and left open; their descriptions."""
+    first = item.stash.get(_FIRST_SERIAL, None)
+    if first is None:
+        return []
+    from .core import _open_drivers
+
+    left = _open_drivers.open_since(first)
+    names = [repr(driver) for driver in left]
+    for driver in left:
+        driver.close()
+    return names
 
 
 # --- scenario files ---------------------------------------------------------------------------

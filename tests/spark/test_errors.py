@@ -205,8 +205,9 @@ def failing(t: Topology) -> None:
     t.output("out", t.input("x", schema="v STRING").select(udf("v").alias("v")))
 
 
-def test_failure_in_the_query_surfaces_with_batch_id_and_closes_the_driver(spark):
-    driver = TopologyTestDriver(failing, spark=spark)
+def test_failure_in_the_query_surfaces_with_batch_id_and_stops_the_queries(topology_driver,
+                                                                          spark):
+    driver = topology_driver(failing)
     x = driver.create_input_topic("x")
     x.pipe_input({"v": "fine"})
     driver.process_all_available()
@@ -216,6 +217,7 @@ def test_failure_in_the_query_surfaces_with_batch_id_and_closes_the_driver(spark
     assert info.value.output == "out"
     assert info.value.batch_id == 1
     assert "ValueError: cannot handle poison" in info.value.cause
-    assert driver.closed
+    assert "restart() retries batch 1" in str(info.value)
+    assert not driver.closed and not driver.is_running
     assert spark.streams.active == []
     assert [b.batch_id for b in driver.batches] == [0]

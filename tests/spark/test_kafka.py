@@ -288,13 +288,14 @@ def test_partition_column_and_sink_failures(spark):
     events.pipe_input("5")  # partition 5 of 3: a producer would fail, so does the query
     with pytest.raises(StreamingQueryFailedError, match="partition 5 is out of range \\[0, 3\\)"):
         driver.process_all_available()
-    assert driver.closed and spark.streams.active == []
+    assert not driver.is_running and spark.streams.active == []
+    driver.close()
 
-    driver = TopologyTestDriver(partitioned, spark=spark)
-    driver.create_input_topic("events").pipe_input("9")
-    with pytest.raises(StreamingQueryFailedError, match="a row has a null 'topic'"):
-        driver.process_all_available()
-    assert spark.streams.active == []
+    with TopologyTestDriver(partitioned, spark=spark) as driver:
+        driver.create_input_topic("events").pipe_input("9")
+        with pytest.raises(StreamingQueryFailedError, match="a row has a null 'topic'"):
+            driver.process_all_available()
+        assert spark.streams.active == []
 
 
 @pytest.mark.parametrize(("select", "message"), [
@@ -331,8 +332,9 @@ def amounts(t: Topology) -> None:
     ))
 
 
-def test_poison_pill_reaches_the_pipeline_and_the_failure_names_its_offsets(spark):
-    driver = TopologyTestDriver(amounts, spark=spark)
+def test_poison_pill_reaches_the_pipeline_and_the_failure_names_its_offsets(topology_driver,
+                                                                            spark):
+    driver = topology_driver(amounts)
     payments = driver.create_input_topic("payments", value_serializer="bytes")
     out = driver.create_output_topic("amounts")
     payments.pipe_input(b'{"amount": 5}', partition=0)

@@ -4,25 +4,35 @@ a `spark=` that is not a session."""
 
 from __future__ import annotations
 
+import gc
+import os
 import shutil
+import signal
+import threading
 from datetime import timedelta
 
 import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from pyspark_streamtest import (
     CheckpointMissingError,
     DeserializationError,
+    DriverInterruptedError,
+    DriverStoppedError,
     NotASparkSessionError,
     StateStoreError,
+    StreamingQueryFailedError,
     StreamTestError,
     TimeOutOfRangeError,
     Topology,
     TopologyTestDriver,
 )
-from pyspark_streamtest.features import Feature
+from pyspark_streamtest.features import Feature, supported_features
 from tests.helpers import T0
 
 needs_state_reads = pytest.mark.streamtest_requires(Feature.STATE_STORE_READS)
+pytest_plugins = ["pytester"]
 
 
 def passthrough(t: Topology) -> None:
@@ -102,3 +112,116 @@ def test_spark_must_be_a_session(thing):
     with pytest.raises(NotASparkSessionError, match="spark= must be a SparkSession") as caught:
         TopologyTestDriver(counts, spark=thing)
     assert isinstance(caught.value, StreamTestError) and isinstance(caught.value, TypeError)
+
+
+def _fails_while(marker: str):
+    """A UDF that raises while the file ``marker`` exists (Spark's Python workers see
+    the file system, not this process's variables): a bug that can be fixed mid-test."""
+    def check(user):  # no type hints: PySpark would read them as a pandas UDF
+        if os.path.exists(marker):
+            raise ValueError(f"bug while {marker} exists")
+        return user
+    return F.udf(check, StringType())
+
+
+def test_restart_after_a_failed_batch_retries_it_as_spark_does(topology_driver, spark, tmp_path):
+    marker = tmp_path / "bug"
+    marker.touch()
+    udf = _fails_while(str(marker))
+
+    def checked_counts(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING")
+        t.output("counts", clicks.select(udf("user").alias("user")).groupBy("user").count(),
+                 output_mode="update")
+
+    driver = topology_driver(checked_counts)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_input(("a",))
+    with pytest.raises(StreamingQueryFailedError) as first:
+        driver.process_all_available()
+    assert first.value.batch_id == 0 and "bug while" in first.value.cause
+    assert not driver.closed and not driver.is_running and spark.streams.active == []
+    with pytest.raises(DriverStoppedError):
+        driver.process_all_available()
+    clicks.pipe_input(("b",))  # queued while stopped: the batch after the retried one
+    with pytest.raises(StreamingQueryFailedError) as again:  # the cause is still there
+        driver.restart()
+    assert again.value.batch_id == 0 and [r.value for r in again.value.records] == [
+        {"user": "a"}]
+    marker.unlink()  # the bug is fixed: the retry runs batch 0 with the same record
+    (retried,) = driver.restart()
+    assert (retried.batch_id, retried.output_values) == (0, [{"user": "a", "count": 1}])
+    (after,) = driver.process_all_available()
+    assert (after.batch_id, after.output_values) == (1, [{"user": "b", "count": 1}])
+    assert [b.batch_id for b in driver.batches] == [0, 1]
+    if Feature.STATE_STORE_READS in supported_features(spark):
+        assert driver.get_key_value_store("counts").to_dict() == {
+            "a": {"count": 1}, "b": {"count": 1}}
+
+
+def test_an_interrupt_mid_batch_closes_the_driver_and_every_later_call_says_so(
+    topology_driver, spark, monkeypatch, tmp_path
+):
+    """A real SIGINT, sent to the test's thread while Spark runs the batch (from the
+    sink callback, on Spark's stream thread), as Ctrl-C would."""
+    from pyspark_streamtest._spark import sink
+
+    collect = sink.CollectingSink.apply
+
+    def interrupted(self, jds, batch_id):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return collect(self, jds, batch_id)
+
+    driver = topology_driver(counts, checkpoint_root=tmp_path)
+    clicks = driver.create_input_topic("clicks")
+    monkeypatch.setattr(sink.CollectingSink, "apply", interrupted)
+    clicks.pipe_input(("a",))
+    with pytest.raises(KeyboardInterrupt):
+        driver.process_all_available()
+    assert driver.closed and spark.streams.active == [] and list(tmp_path.iterdir()) == []
+    for call in (driver.process_all_available, lambda: clicks.pipe_input(("b",)),
+                 driver.restart, lambda: driver.advance_wall_clock(timedelta(seconds=1))):
+        with pytest.raises(DriverInterruptedError, match=r"interrupted \(KeyboardInterrupt\)"):
+            call()
+    driver.close()  # closing always works
+
+
+def test_a_driver_nobody_closed_stops_its_queries_when_collected(spark, tmp_path):
+    driver = TopologyTestDriver(counts, spark=spark, checkpoint_root=tmp_path)
+    driver.create_input_topic("clicks").pipe_input(("a",))
+    driver.process_all_available()
+    assert len(spark.streams.active) == 1 and len(list(tmp_path.iterdir())) == 1
+    del driver
+    gc.collect()
+    assert spark.streams.active == [] and list(tmp_path.iterdir()) == []
+
+
+def test_the_plugin_fails_a_test_that_leaves_a_driver_open_and_the_next_test_runs(pytester):
+    pytester.makepyfile(test_leaky="""
+        from pyspark_streamtest import TopologyTestDriver
+
+        kept = []
+
+        def counts(t):
+            clicks = t.input("clicks", schema="user STRING")
+            t.output("counts", clicks.groupBy("user").count(), output_mode="update")
+
+        def test_leaks(spark):
+            driver = TopologyTestDriver(counts, spark=spark)
+            driver.create_input_topic("clicks").pipe_input(("a",))
+            driver.process_all_available()
+            kept.append(driver)  # still referenced: not collected, never closed
+
+        def test_next(topology_driver, spark):
+            assert kept[0].closed and spark.streams.active == []
+            driver = topology_driver(counts)
+            driver.create_input_topic("clicks").pipe_input(("a",))
+            assert len(driver.process_all_available()) == 1
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_leaks*",
+        "*DriverLeftOpenError: test test_leaky.py::test_leaks left 1 TopologyTestDriver(s) "
+        "open: <TopologyTestDriver outputs=?'counts'?*The plugin closed them*",
+    ])

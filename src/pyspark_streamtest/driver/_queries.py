@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
-from ..errors import CheckpointMissingError, UnknownTopicError
+from ..errors import CheckpointMissingError, StreamingQueryFailedError, UnknownTopicError
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
 from .topology import _BuiltOutput
@@ -91,14 +91,19 @@ class Queries:
                     "checkpoint_root= out of cleanup, or create a new driver"
                 )
 
-    def start(self, now_ms: int) -> list[BatchRecord]:
+    def start(self, now_ms: int, record: Callable[[list[BatchRecord]], None]) -> None:
         """Start every query at processing time ``now_ms`` (from its checkpoint, if it has
-        one), with the records piped so far handed to its sources. Returns the batches
-        Spark ran on start, in query order."""
-        ran: list[BatchRecord] = []
+        one), with the records piped so far handed to its sources. The batches Spark runs
+        on start go to ``record``, query by query. A query that fails its first batch
+        does not keep the others from starting; the first failure is raised after."""
+        failed: StreamingQueryFailedError | None = None
         for runner in self.runners:
-            ran.extend(runner.start(now_ms))
-        return ran
+            try:
+                record(runner.start(now_ms))
+            except StreamingQueryFailedError as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
 
     def stop(self) -> None:
         """Stop every query; checkpoints and queued records stay for :meth:`start`."""

@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .._spark import clock as _clock
+from .._spark.callbacks import CallbackConnections
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.plan import LateRule
@@ -58,9 +59,13 @@ class QueryRunner:
         self._pending_empty: set[str] = set()
         self._pending_records: list[TestRecord] = []
         self._in_flight: list[TestRecord] = []
+        # The records of a failed batch: a restart retries exactly that batch (its
+        # offsets are in the offset log), before anything piped after the failure.
+        self._retry: tuple[TestRecord, ...] | None = None
         self.last_batch: BatchRecord | None = None
         self.next_batch_id = 0
         self.clock: _clock.ManualClock | None = None
+        self._callbacks: CallbackConnections | None = None
         self._sink: CollectingSink | None = None
         self._jquery: Any = None
         self._shadow: ShadowWatermark | None = None
@@ -77,7 +82,8 @@ class QueryRunner:
         so far handed to the sources. Spark runs the first trigger at once; returns the
         batch it ran, if any."""
         self.flush()
-        self.clock = _clock.ManualClock(now_ms)
+        self._callbacks = CallbackConnections(self._jvm.gateway)
+        self.clock = _clock.ManualClock(now_ms, self._callbacks.note)
         self._sink = CollectingSink(self._jvm)
         try:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf):
@@ -122,7 +128,7 @@ class QueryRunner:
         if self._jquery is None or self.clock is None:
             return
         jquery, self._jquery = self._jquery, None
-        stop_query(jquery, self.clock)
+        stop_query(jquery, self.clock, self._callbacks)
 
     # --- input ----------------------------------------------------------------------------
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
@@ -188,13 +194,15 @@ class QueryRunner:
                 wait_calls_before + 1, self._jquery.isActive, self._timeout_s
             )
         except _clock.QueryInactiveError:
+            if self._retry is None:
+                self._retry = tuple(self._in_flight)
             cause = (
                 _error_text(self._sink.error)
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
             raise StreamingQueryFailedError(
-                self.name, self.next_batch_id, cause, tuple(self._in_flight)
+                self.name, self.next_batch_id, cause, self._retry
             ) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
@@ -218,7 +226,10 @@ class QueryRunner:
             for source in progress.get("sources") or ()
         )
         consumed: tuple[TestRecord, ...] = ()
-        if num_input:
+        if self._retry is not None:  # the retried batch reads what the failed one read
+            consumed, self._retry = (self._retry if num_input else ()), None
+            self._in_flight = self._in_flight[len(consumed):]
+        elif num_input:
             consumed, self._in_flight = tuple(self._in_flight), []
         processing_time = from_ms(self.clock.now_ms)
         if self._shadow is not None:  # only queries with a watermark have one

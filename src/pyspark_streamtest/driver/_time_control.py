@@ -15,7 +15,12 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
-from ..errors import DriverStoppedError, StreamTestError, TimeWentBackwardsError
+from ..errors import (
+    DriverStoppedError,
+    StreamingQueryFailedError,
+    StreamTestError,
+    TimeWentBackwardsError,
+)
 from ._history import History
 from ._queries import Queries
 from ._runner import QueryRunner
@@ -29,8 +34,10 @@ MAX_ROUNDS = 10_000
 class TimeControl:
     """The driver's processing time, in milliseconds, and the verbs that move it.
 
-    ``on_failure`` closes the driver: it is called, with the error on its way to the
-    caller, when a query fails or a trigger does not finish in time."""
+    ``on_query_failed`` stops the driver's queries (checkpoints stay, so a restart
+    retries the failed batch, as Spark's recovery does): it is called, with the error on
+    its way to the caller, when a query fails. ``on_failure`` closes the driver: it is
+    called when a trigger does not finish in time or the step is interrupted."""
 
     def __init__(
         self,
@@ -38,27 +45,25 @@ class TimeControl:
         history: History,
         *,
         now_ms: int,
-        on_failure: Callable[[], None],
+        on_failure: Callable[[BaseException], None],
+        on_query_failed: Callable[[], None],
     ) -> None:
         self._queries = queries
         self._history = history
         self._on_failure = on_failure
+        self._on_query_failed = on_query_failed
         self.now_ms = now_ms
-        self._freeze: _PythonClockFreeze | None = None
+        self.freezes: list[_PythonClockFreeze] = []
+        """The freeze of Python's clock, while there is one (shared with the driver's
+        release, which gives the clock back)."""
 
     def freeze_python_clock(self) -> None:
         """Freeze this process's clock at the driver's time; it moves with the driver."""
-        self._freeze = _PythonClockFreeze(self.current_time)
+        self.freezes.append(_PythonClockFreeze(self.current_time))
 
     @property
     def current_time(self) -> datetime:
         return from_ms(self.now_ms)
-
-    def stop(self) -> None:
-        """Give Python's clock back (when it was frozen). Idempotent."""
-        if self._freeze is not None:
-            self._freeze.stop()
-            self._freeze = None
 
     # --- the verbs --------------------------------------------------------------------
     def advance_wall_clock(self, delta: timedelta) -> list[BatchRecord]:
@@ -111,11 +116,12 @@ class TimeControl:
                 if not timeout_only:
                     still_busy.append(runner)
             busy = still_busy
-        self._on_failure()
-        raise StreamTestError(
+        error = StreamTestError(
             f"process_all_available() ran {MAX_ROUNDS} rounds and Spark still had batches to "
             "run; the queries never become idle. The driver is closed."
         )
+        self._on_failure(error)
+        raise error
 
     def advance_watermark_to(self, watermark: datetime, output: str | None) -> list[BatchRecord]:
         self._require_running("advance_watermark_to()")
@@ -136,8 +142,8 @@ class TimeControl:
             for runner in runners:
                 if target > (runner.watermark_ms() or 0):
                     runner.force_watermark(target)
-        except BaseException:
-            self._on_failure()
+        except BaseException as error:
+            self._on_failure(error)
             raise
         return ran + self.process_all_available()
 
@@ -167,8 +173,8 @@ class TimeControl:
 
     def _set_time(self, now_ms: int) -> None:
         self.now_ms = now_ms
-        if self._freeze is not None:
-            self._freeze.move_to(self.current_time)
+        for freeze in self.freezes:
+            freeze.move_to(self.current_time)
 
     # --- triggers ---------------------------------------------------------------------
     def _move_clock(self, now_ms: int) -> list[BatchRecord]:
@@ -195,19 +201,31 @@ class TimeControl:
     def flush_inputs(self) -> None:
         try:
             self._queries.flush()
-        except BaseException:
-            self._on_failure()
+        except BaseException as error:
+            self._on_failure(error)
             raise
 
     def _finish_triggers(self, started: list[tuple[QueryRunner, int]]) -> list[BatchRecord]:
-        """Wait for the triggers let run (in query order) and record their batches. A
-        failed or stuck query closes the driver."""
+        """Wait for the triggers let run (in query order) and record their batches.
+
+        Every started trigger is waited for, even after one failed, so no batch another
+        query finished (and committed) goes unrecorded. A failed query stops the queries
+        (a restart retries its batch); a stuck query, or an interrupt while waiting,
+        closes the driver."""
         batches: list[BatchRecord] = []
+        failed: StreamingQueryFailedError | None = None
         try:
             for runner, calls in started:
-                batches.extend(runner.finish_trigger(calls))
-        except StreamTestError:
-            self._on_failure()
+                try:
+                    batches.extend(runner.finish_trigger(calls))
+                except StreamingQueryFailedError as error:
+                    failed = failed or error
+        except BaseException as error:
+            self._history.absorb(batches)
+            self._on_failure(error)
             raise
         self._history.absorb(batches)
+        if failed is not None:
+            self._on_query_failed()
+            raise failed
         return batches

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -14,9 +15,17 @@ from pyspark.sql import DataFrame, SparkSession
 from .._spark.jvm import Jvm
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
+from ..core import _open_drivers
 from ..core.records import BatchRecord, TestRecord
-from ..core.time import DEFAULT_START_TIME, duration_ms, from_ms, require_aware, to_ms
-from ..errors import DriverClosedError
+from ..core.time import (
+    DEFAULT_START_TIME,
+    _PythonClockFreeze,
+    duration_ms,
+    from_ms,
+    require_aware,
+    to_ms,
+)
+from ..errors import DriverClosedError, DriverInterruptedError, StreamingQueryFailedError
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -117,6 +126,7 @@ class TopologyTestDriver(StateVerbs):
         interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
         self._closed = False
+        self._closed_because: BaseException | None = None
         self._broker = Broker()
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
@@ -132,13 +142,18 @@ class TopologyTestDriver(StateVerbs):
             timeout_ms=timeout_ms, sql_conf=conf, broker=self._broker,
         )
         self._time = TimeControl(self._queries, self._history, now_ms=now_ms,
-                                 on_failure=self._close_after_failure)
+                                 on_failure=self._close_after_failure,
+                                 on_query_failed=self._stop_after_failure)
+        # A driver nobody closed stops its queries and deletes its checkpoints when it
+        # is garbage-collected, or at the latest when the interpreter exits.
+        self._release = weakref.finalize(self, _release, self._queries, self._time.freezes)
+        _open_drivers.register(self)
         try:
-            self._history.absorb(self._queries.start(now_ms))
+            self._queries.start(now_ms, self._history.absorb)
             if freeze_python_clock:
                 self._time.freeze_python_clock()
-        except BaseException:
-            self._close_after_failure()
+        except BaseException as error:
+            self._close_after_failure(error)
             raise
         self._state = StateAccess(session, self._queries, self._history)
         self._handles = TopicHandles(
@@ -357,8 +372,8 @@ class TopologyTestDriver(StateVerbs):
         self._check_open()
         try:
             self._queries.stop()
-        except BaseException:
-            self._close_after_failure()
+        except BaseException as error:
+            self._close_after_failure(error)
             raise
 
     def start(self) -> list[BatchRecord]:
@@ -368,18 +383,31 @@ class TopologyTestDriver(StateVerbs):
         runs at once) is a data batch with them if there are any; otherwise it runs
         nothing (see :meth:`restart` for the no-data batch a restart does not run).
         Batch ids continue, state and outputs carry on. Starting running queries does
-        nothing and returns ``[]``."""
+        nothing and returns ``[]``.
+
+        After :class:`~pyspark_streamtest.errors.StreamingQueryFailedError` the queries
+        are stopped with their checkpoints, and starting them retries the failed batch
+        (same batch id, same records), as Spark's recovery does: it fails again with the
+        same error while the cause remains, and runs once the cause is gone."""
         self._check_open()
         if self._queries.running:
             return []
         self._queries.check_checkpoints()
         self._state.restarted()
+        ran: list[BatchRecord] = []
+
+        def record(batches: list[BatchRecord]) -> None:
+            self._history.absorb(batches)
+            ran.extend(batches)
+
         try:
-            ran = self._queries.start(self._time.now_ms)
-        except BaseException:
-            self._close_after_failure()
+            self._queries.start(self._time.now_ms, record)
+        except StreamingQueryFailedError:
+            self._stop_after_failure()
             raise
-        self._history.absorb(ran)
+        except BaseException as error:
+            self._close_after_failure(error)
+            raise
         return ran
 
     def restart(self) -> list[BatchRecord]:
@@ -403,11 +431,24 @@ class TopologyTestDriver(StateVerbs):
 
     # --- internals ------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self._closed:
+        if not self._closed:
+            return
+        why = self._closed_because
+        if why is None:
             raise DriverClosedError(
                 "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
                 "checkpoints of a closed driver are gone)"
             )
+        if isinstance(why, (KeyboardInterrupt, SystemExit)) or not isinstance(why, Exception):
+            raise DriverInterruptedError(
+                f"this TopologyTestDriver was interrupted ({type(why).__name__}) in the middle "
+                "of a step and closed itself (a half-run batch cannot be trusted); create a "
+                "new driver"
+            )
+        raise DriverClosedError(
+            f"this TopologyTestDriver closed itself after {type(why).__name__}: "
+            f"{str(why).splitlines()[0] if str(why) else '(no message)'}; create a new driver"
+        )
 
     def _pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         self._check_open()
@@ -417,20 +458,37 @@ class TopologyTestDriver(StateVerbs):
         schema = None if kafka else self._outputs[topic].dataframe.schema
         return records_frame(self._spark, schema, records)
 
-    def _close_after_failure(self) -> None:
-        """Close while another error is on its way to the caller; that error wins."""
+    def _close_after_failure(self, error: BaseException) -> None:
+        """Close while ``error`` is on its way to the caller; that error wins. Later calls
+        say why the driver closed."""
+        self._closed_because = error
         with contextlib.suppress(BaseException):
             self._shutdown()
 
+    def _stop_after_failure(self) -> None:
+        """Stop the queries after one failed (their checkpoints stay: a start retries the
+        failed batch); close the driver if even that fails."""
+        try:
+            self._queries.stop()
+        except BaseException as error:
+            self._close_after_failure(error)
+
     def _shutdown(self) -> None:
         self._closed = True
-        try:
-            self._queries.close()
-        finally:
-            self._time.stop()
+        _open_drivers.unregister(self)
+        self._release()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
 
+
+def _release(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
+    """Stop the queries, delete the checkpoints and give Python's clock back; what
+    ``close()`` and the garbage collector do (it holds no reference to the driver)."""
+    try:
+        queries.close()
+    finally:
+        while freezes:
+            freezes.pop().stop()
