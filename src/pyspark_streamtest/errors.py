@@ -26,6 +26,7 @@ __all__ = [
     "NotASparkSessionError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
+    "SparkDiedError",
     "StateStoreError",
     "StepTimeoutError",
     "StreamTestError",
@@ -124,6 +125,12 @@ class StateStoreError(StreamTestError, LookupError):
 
 class NotASparkSessionError(StreamTestError, TypeError):
     """``spark=`` was given something that is not a SparkSession."""
+
+
+class SparkDiedError(StreamTestError, RuntimeError):
+    """The Spark JVM is gone (killed, crashed, out of memory). The driver closed itself;
+    nothing that needs Spark can run in this process any more. Under pytest, the
+    plugin fails each later test that uses Spark, naming the test the JVM died in."""
 
 
 class SparkConnectNotSupportedError(StreamTestError, TypeError):

@@ -69,6 +69,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# The guards' hooks are this plugin's too (pluggy registers what the module holds).
+from ._plugin_guards import _SESSION
+from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
+from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
+from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
 from .core._files import safe_file_name
 
 if TYPE_CHECKING:
@@ -190,7 +195,6 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
-_SESSION = pytest.StashKey["SparkSession"]()
 
 
 def _shared_session(config: pytest.Config) -> SparkSession:
@@ -208,8 +212,16 @@ def _shared_session(config: pytest.Config) -> SparkSession:
         )
         config.stash[_SESSION] = session
         if not existed:  # a session someone else made is theirs to stop
-            config.add_cleanup(session.stop)
+            config.add_cleanup(lambda: _stop_session(session))
     return config.stash[_SESSION]
+
+
+def _stop_session(session: SparkSession) -> None:
+    """Stop the session at the end of the run, unless its JVM died (nothing to stop)."""
+    from ._spark.liveness import jvm_is_gone
+
+    if not jvm_is_gone(session):
+        session.stop()
 
 
 @pytest.fixture(scope="session")
@@ -288,63 +300,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
                 report.sections.append(("streamtest timeline picture" + suffix, path))
     return report
-
-
-# --- drivers left open ------------------------------------------------------------------------
-_FIRST_SERIAL = pytest.StashKey[int]()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    from .core import _open_drivers
-
-    item.stash[_FIRST_SERIAL] = _open_drivers.next_serial()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: Any) -> Any:
-    """Drivers made by a fixture wider than one test belong to that fixture."""
-    if fixturedef.scope == "function":
-        return (yield)
-    from .core import _open_drivers
-
-    with _open_drivers.shared():
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True, trylast=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """After every fixture is torn down: close the drivers the test left open, then
-    fail the test naming them."""
-    __tracebackhide__ = True
-    try:
-        result = yield
-    finally:  # a failing teardown still gets its leaked drivers closed
-        left = _close_left_open(item)
-    if not left:
-        return result
-    from .errors import DriverLeftOpenError
-
-    raise DriverLeftOpenError(
-        f"test {item.nodeid} left {len(left)} TopologyTestDriver(s) open: "
-        f"{'; '.join(left)}. The plugin closed them. Close each driver (`with "
-        "TopologyTestDriver(...) as driver:` or driver.close()), or make it with the "
-        "topology_driver fixture, which closes it"
-    )
-
-
-def _close_left_open(item: pytest.Item) -> list[str]:
-    """Close the drivers ``item`` made and left open; their descriptions."""
-    first = item.stash.get(_FIRST_SERIAL, None)
-    if first is None:
-        return []
-    from .core import _open_drivers
-
-    left = _open_drivers.open_since(first)
-    names = [repr(driver) for driver in left]
-    for driver in left:
-        driver.close()
-    return names
 
 
 # --- scenario files ---------------------------------------------------------------------------

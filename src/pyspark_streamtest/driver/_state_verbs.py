@@ -5,6 +5,8 @@ work is done by :class:`~pyspark_streamtest.driver._state_access.StateAccess`.""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from ..core.records import LateRecord
 from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
@@ -20,6 +22,13 @@ class StateVerbs:
 
     def _check_open(self) -> None:  # the driver's
         raise NotImplementedError
+
+    def _spark_calls(self) -> AbstractContextManager[None]:  # the driver's
+        raise NotImplementedError
+
+    def _read(self, output: str, **options: Any) -> StateStoreView:
+        with self._spark_calls():
+            return self._state.read(output, **options)
 
     def get_state_store(
         self,
@@ -47,7 +56,7 @@ class StateVerbs:
         Before the query's first batch the view is empty. Reading never changes the query.
         """
         self._check_open()
-        return self._state.read(output, operator_id=operator_id, store_name=store_name,
+        return self._read(output, operator_id=operator_id, store_name=store_name,
                                 state_var=state_var, batch_id=batch_id, timers=timers)
 
     def get_key_value_store(
@@ -57,7 +66,7 @@ class StateVerbs:
         ``dropDuplicates`` (values None) or an ``applyInPandasWithState`` (values are the
         user's state, the ``groupState`` struct), as ``key -> value``."""
         self._check_open()
-        return self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+        return self._read(output, operator_id=operator_id, batch_id=batch_id,
                                 shape="key_value")
 
     def get_window_store(
@@ -68,7 +77,7 @@ class StateVerbs:
         Window` (start and end as datetimes). ``fetch(key, time_from, time_to)`` reads a
         key's windows, as Kafka's ``WindowStore.fetch``."""
         self._check_open()
-        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+        view = self._read(output, operator_id=operator_id, batch_id=batch_id,
                                 shape="window")
         assert isinstance(view, WindowStoreView)
         return view
@@ -80,7 +89,7 @@ class StateVerbs:
         the open sessions per key, each with its window (first event to last event plus
         the gap) and its aggregate values."""
         self._check_open()
-        view = self._state.read(output, operator_id=operator_id, batch_id=batch_id,
+        view = self._read(output, operator_id=operator_id, batch_id=batch_id,
                                 shape="session")
         assert isinstance(view, WindowStoreView)
         return view
@@ -99,7 +108,7 @@ class StateVerbs:
         if side not in ("left", "right"):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         self._check_open()
-        return self._state.read(output, operator_id=operator_id, join_side=side,
+        return self._read(output, operator_id=operator_id, join_side=side,
                                 batch_id=batch_id, shape="join")
 
     def late_records(self, output: str) -> list[LateRecord]:
@@ -165,4 +174,5 @@ class StateVerbs:
         printable like Kafka's ``Topology#describe()``. Operators are known once a batch
         has run (Spark plans them then); schemas need PySpark 4.0+."""
         self._check_open()
-        return self._state.describe()
+        with self._spark_calls():
+            return self._state.describe()

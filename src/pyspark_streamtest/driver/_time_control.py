@@ -37,7 +37,8 @@ class TimeControl:
     ``on_query_failed`` stops the driver's queries (checkpoints stay, so a restart
     retries the failed batch, as Spark's recovery does): it is called, with the error on
     its way to the caller, when a query fails. ``on_failure`` closes the driver: it is
-    called when a trigger does not finish in time or the step is interrupted."""
+    called when a trigger does not finish in time, the step is interrupted or Spark
+    is gone, and returns the error to raise (SparkDiedError for a dead JVM)."""
 
     def __init__(
         self,
@@ -45,7 +46,7 @@ class TimeControl:
         history: History,
         *,
         now_ms: int,
-        on_failure: Callable[[BaseException], None],
+        on_failure: Callable[[BaseException], BaseException],
         on_query_failed: Callable[[], None],
     ) -> None:
         self._queries = queries
@@ -116,12 +117,10 @@ class TimeControl:
                 if not timeout_only:
                     still_busy.append(runner)
             busy = still_busy
-        error = StreamTestError(
+        raise self._on_failure(StreamTestError(
             f"process_all_available() ran {MAX_ROUNDS} rounds and Spark still had batches to "
             "run; the queries never become idle. The driver is closed."
-        )
-        self._on_failure(error)
-        raise error
+        ))
 
     def advance_watermark_to(self, watermark: datetime, output: str | None) -> list[BatchRecord]:
         self._require_running("advance_watermark_to()")
@@ -143,8 +142,10 @@ class TimeControl:
                 if target > (runner.watermark_ms() or 0):
                     runner.force_watermark(target)
         except BaseException as error:
-            self._on_failure(error)
-            raise
+            failure = self._on_failure(error)
+            if failure is error:
+                raise
+            raise failure from None
         return ran + self.process_all_available()
 
     def _with_watermark(self, output: str | None) -> list[QueryRunner]:
@@ -202,8 +203,10 @@ class TimeControl:
         try:
             self._queries.flush()
         except BaseException as error:
-            self._on_failure(error)
-            raise
+            failure = self._on_failure(error)
+            if failure is error:
+                raise
+            raise failure from None
 
     def _finish_triggers(self, started: list[tuple[QueryRunner, int]]) -> list[BatchRecord]:
         """Wait for the triggers let run (in query order) and record their batches.
@@ -222,8 +225,10 @@ class TimeControl:
                     failed = failed or error
         except BaseException as error:
             self._history.absorb(batches)
-            self._on_failure(error)
-            raise
+            failure = self._on_failure(error)
+            if failure is error:
+                raise
+            raise failure from None
         self._history.absorb(batches)
         if failed is not None:
             self._on_query_failed()

@@ -3,9 +3,7 @@ deterministically. The work is done by the collaborators it delegates to."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -15,21 +13,19 @@ from pyspark.sql import DataFrame, SparkSession
 from .._spark.jvm import Jvm
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
-from ..core import _open_drivers
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (
     DEFAULT_START_TIME,
-    _PythonClockFreeze,
     duration_ms,
     from_ms,
     require_aware,
     to_ms,
 )
-from ..errors import DriverClosedError, DriverInterruptedError, StreamingQueryFailedError
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
 from ._history import History
+from ._lifecycle import Lifecycle
 from ._queries import Queries, check_sql_conf
 from ._runner import scoped_sql_conf
 from ._state_access import StateAccess
@@ -43,7 +39,7 @@ from .topology import TopologyFunction, _BuiltOutput, build_topology
 __all__ = ["TopologyTestDriver"]
 
 
-class TopologyTestDriver(StateVerbs):
+class TopologyTestDriver(Lifecycle, StateVerbs):
     """Drives a topology's streaming queries on a clock the test controls.
 
     **What runs.** Every output declared by the topology function runs as a real Spark
@@ -144,17 +140,16 @@ class TopologyTestDriver(StateVerbs):
         self._time = TimeControl(self._queries, self._history, now_ms=now_ms,
                                  on_failure=self._close_after_failure,
                                  on_query_failed=self._stop_after_failure)
-        # A driver nobody closed stops its queries and deletes its checkpoints when it
-        # is garbage-collected, or at the latest when the interpreter exits.
-        self._release = weakref.finalize(self, _release, self._queries, self._time.freezes)
-        _open_drivers.register(self)
+        self._track()
         try:
             self._queries.start(now_ms, self._history.absorb)
             if freeze_python_clock:
                 self._time.freeze_python_clock()
         except BaseException as error:
-            self._close_after_failure(error)
-            raise
+            failure = self._close_after_failure(error)
+            if failure is error:
+                raise
+            raise failure from None
         self._state = StateAccess(session, self._queries, self._history)
         self._handles = TopicHandles(
             self._inputs, self._outputs, self._history,
@@ -175,17 +170,6 @@ class TopologyTestDriver(StateVerbs):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    def close(self) -> None:
-        """Stop every query, release their clocks, delete the checkpoints, unfreeze
-        Python's clock. Idempotent. The history (:attr:`batches`) stays readable."""
-        if not self._closed:
-            self._shutdown()
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` ran (or a failure closed the driver)."""
-        return self._closed
 
     # --- topics ---------------------------------------------------------------------------
     def create_input_topic(
@@ -355,101 +339,7 @@ class TopologyTestDriver(StateVerbs):
         """Every batch run so far, in the order run (across restarts; readable after close)."""
         return self._history.batches
 
-    @property
-    def is_running(self) -> bool:
-        """True while the queries run: from creation until :meth:`stop`, and again after
-        :meth:`start`."""
-        return not self._closed and self._queries.running
-
-    def stop(self) -> None:
-        """Stop every query, as Spark's ``StopStream``: checkpoints, state, the watermark
-        and the history stay. While stopped, records piped are queued, processing time
-        may move (:meth:`advance_wall_clock` and :meth:`jump_wall_clock` run nothing and
-        return ``[]``), state stores and outputs can be read, and
-        :meth:`process_all_available` and :meth:`advance_watermark_to` raise
-        :class:`~pyspark_streamtest.errors.DriverStoppedError`. Stopping stopped queries
-        does nothing."""
-        self._check_open()
-        try:
-            self._queries.stop()
-        except BaseException as error:
-            self._close_after_failure(error)
-            raise
-
-    def start(self) -> list[BatchRecord]:
-        """Start every query again from its checkpoint at the current processing time, as
-        Spark's ``StartStream``, and return the batches Spark runs on start. The records
-        piped while stopped reach the sources first, so the first trigger (which Spark
-        runs at once) is a data batch with them if there are any; otherwise it runs
-        nothing (see :meth:`restart` for the no-data batch a restart does not run).
-        Batch ids continue, state and outputs carry on. Starting running queries does
-        nothing and returns ``[]``.
-
-        After :class:`~pyspark_streamtest.errors.StreamingQueryFailedError` the queries
-        are stopped with their checkpoints, and starting them retries the failed batch
-        (same batch id, same records), as Spark's recovery does: it fails again with the
-        same error while the cause remains, and runs once the cause is gone."""
-        self._check_open()
-        if self._queries.running:
-            return []
-        self._queries.check_checkpoints()
-        self._state.restarted()
-        ran: list[BatchRecord] = []
-
-        def record(batches: list[BatchRecord]) -> None:
-            self._history.absorb(batches)
-            ran.extend(batches)
-
-        try:
-            self._queries.start(self._time.now_ms, record)
-        except StreamingQueryFailedError:
-            self._stop_after_failure()
-            raise
-        except BaseException as error:
-            self._close_after_failure(error)
-            raise
-        return ran
-
-    def restart(self) -> list[BatchRecord]:
-        """:meth:`stop` then :meth:`start`: every query starts again from its checkpoint,
-        as after a crash or a deploy. State and the watermark are recovered by Spark;
-        batch ids continue. Records piped but not yet processed reach the sources before
-        the start, and Spark runs a first trigger at once: a data batch if records wait,
-        else nothing. A no-data batch that
-        Spark owed before the restart (to emit windows or evict state after the
-        watermark moved) is *not* run: a restarted query has no last execution to ask,
-        so what was due is done by the next data batch (checked by property tests
-        against Spark on every supported line). Returns the batches that ran.
-
-        Raises :class:`~pyspark_streamtest.errors.CheckpointMissingError`, with nothing
-        stopped, when a query's checkpoint was deleted (Spark would silently start
-        over); :meth:`start` checks the same."""
-        self._check_open()
-        self._queries.check_checkpoints()  # before stopping anything
-        self.stop()
-        return self.start()
-
     # --- internals ------------------------------------------------------------------------
-    def _check_open(self) -> None:
-        if not self._closed:
-            return
-        why = self._closed_because
-        if why is None:
-            raise DriverClosedError(
-                "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
-                "checkpoints of a closed driver are gone)"
-            )
-        if isinstance(why, (KeyboardInterrupt, SystemExit)) or not isinstance(why, Exception):
-            raise DriverInterruptedError(
-                f"this TopologyTestDriver was interrupted ({type(why).__name__}) in the middle "
-                "of a step and closed itself (a half-run batch cannot be trusted); create a "
-                "new driver"
-            )
-        raise DriverClosedError(
-            f"this TopologyTestDriver closed itself after {type(why).__name__}: "
-            f"{str(why).splitlines()[0] if str(why) else '(no message)'}; create a new driver"
-        )
-
     def _pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         self._check_open()
         self._queries.pipe(input_name, lines, records)
@@ -458,37 +348,8 @@ class TopologyTestDriver(StateVerbs):
         schema = None if kafka else self._outputs[topic].dataframe.schema
         return records_frame(self._spark, schema, records)
 
-    def _close_after_failure(self, error: BaseException) -> None:
-        """Close while ``error`` is on its way to the caller; that error wins. Later calls
-        say why the driver closed."""
-        self._closed_because = error
-        with contextlib.suppress(BaseException):
-            self._shutdown()
-
-    def _stop_after_failure(self) -> None:
-        """Stop the queries after one failed (their checkpoints stay: a start retries the
-        failed batch); close the driver if even that fails."""
-        try:
-            self._queries.stop()
-        except BaseException as error:
-            self._close_after_failure(error)
-
-    def _shutdown(self) -> None:
-        self._closed = True
-        _open_drivers.unregister(self)
-        self._release()
-
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
 
-
-def _release(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
-    """Stop the queries, delete the checkpoints and give Python's clock back; what
-    ``close()`` and the garbage collector do (it holds no reference to the driver)."""
-    try:
-        queries.close()
-    finally:
-        while freezes:
-            freezes.pop().stop()

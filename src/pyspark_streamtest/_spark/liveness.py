@@ -1,0 +1,43 @@
+"""Is the Spark JVM still there? Told apart from a JVM that only raised an error."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark.sql import SparkSession
+
+_EXIT_WAIT_S = 2.0
+"""How long a lost connection may take to show as an exited JVM process."""
+
+
+def jvm_is_gone(spark: SparkSession, error: BaseException | None = None) -> bool:
+    """True if ``spark``'s JVM has exited (or cannot be reached at all).
+
+    With ``error``: only errors of a lost connection count (a Java exception means the
+    JVM answered). PySpark keeps the JVM's process (``spark-submit`` execs ``java``) on
+    the gateway; when it has one, its exit is what decides, waited for briefly because
+    the connection drops a moment before the process is reaped.
+    """
+    if error is not None and (
+        isinstance(error, Py4JJavaError) or not isinstance(error, (Py4JError, OSError))
+    ):
+        return False
+    gateway = spark.sparkContext._gateway
+    if gateway is None:  # PySpark drops it when the context stops
+        return True
+    process: Any = getattr(gateway, "proc", None)
+    if isinstance(process, subprocess.Popen):
+        if error is None:
+            return process.poll() is not None
+        try:
+            process.wait(_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        gateway.jvm.java.lang.System.nanoTime()
+    except (Py4JError, OSError):
+        return True
+    return False

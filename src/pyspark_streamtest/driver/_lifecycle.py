@@ -1,0 +1,215 @@
+"""The driver's lifecycle: stop, start, restart, close, and what a failure, an interrupt
+or a dead JVM leaves behind. :class:`~pyspark_streamtest.TopologyTestDriver` inherits
+it."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Iterator
+
+from pyspark.sql import SparkSession
+
+from .._spark.liveness import jvm_is_gone
+from ..core import _open_drivers
+from ..core.records import BatchRecord
+from ..core.time import _PythonClockFreeze
+from ..errors import (
+    DriverClosedError,
+    DriverInterruptedError,
+    SparkDiedError,
+    StreamingQueryFailedError,
+    StreamTestError,
+)
+from ._history import History
+from ._queries import Queries
+from ._state_access import StateAccess
+from ._time_control import TimeControl
+
+__all__ = ["Lifecycle"]
+
+
+class Lifecycle:
+    """Starting and stopping the queries, and closing the driver for good."""
+
+    _spark: SparkSession
+    _queries: Queries
+    _history: History
+    _time: TimeControl
+    _state: StateAccess
+    _closed: bool
+    _closed_because: BaseException | None
+
+    def _track(self) -> None:
+        """Called once the queries exist: a driver nobody closes stops its queries and
+        deletes its checkpoints when it is garbage-collected, or at the latest when the
+        interpreter exits; the pytest plugin sees it as open."""
+        self._release = weakref.finalize(self, _release, self._queries, self._time.freezes)
+        _open_drivers.register(self)
+
+    def close(self) -> None:
+        """Stop every query, release their clocks, delete the checkpoints, unfreeze
+        Python's clock. Idempotent. The history (:attr:`batches`) stays readable."""
+        if self._closed:
+            return
+        try:
+            self._shutdown()
+        except Exception as error:
+            if not jvm_is_gone(self._spark, error):
+                raise
+            # Spark is gone: nothing is left to stop, and the checkpoints are deleted.
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran (or a failure closed the driver)."""
+        return self._closed
+
+
+    @property
+    def is_running(self) -> bool:
+        """True while the queries run: from creation until :meth:`stop`, and again after
+        :meth:`start`."""
+        return not self._closed and self._queries.running
+
+    def stop(self) -> None:
+        """Stop every query, as Spark's ``StopStream``: checkpoints, state, the watermark
+        and the history stay. While stopped, records piped are queued, processing time
+        may move (:meth:`advance_wall_clock` and :meth:`jump_wall_clock` run nothing and
+        return ``[]``), state stores and outputs can be read, and
+        :meth:`process_all_available` and :meth:`advance_watermark_to` raise
+        :class:`~pyspark_streamtest.errors.DriverStoppedError`. Stopping stopped queries
+        does nothing."""
+        self._check_open()
+        try:
+            self._queries.stop()
+        except BaseException as error:
+            raise self._close_after_failure(error) from None
+
+    def start(self) -> list[BatchRecord]:
+        """Start every query again from its checkpoint at the current processing time, as
+        Spark's ``StartStream``, and return the batches Spark runs on start. The records
+        piped while stopped reach the sources first, so the first trigger (which Spark
+        runs at once) is a data batch with them if there are any; otherwise it runs
+        nothing (see :meth:`restart` for the no-data batch a restart does not run).
+        Batch ids continue, state and outputs carry on. Starting running queries does
+        nothing and returns ``[]``.
+
+        After :class:`~pyspark_streamtest.errors.StreamingQueryFailedError` the queries
+        are stopped with their checkpoints, and starting them retries the failed batch
+        (same batch id, same records), as Spark's recovery does: it fails again with the
+        same error while the cause remains, and runs once the cause is gone."""
+        self._check_open()
+        if self._queries.running:
+            return []
+        self._queries.check_checkpoints()
+        self._state.restarted()
+        ran: list[BatchRecord] = []
+
+        def record(batches: list[BatchRecord]) -> None:
+            self._history.absorb(batches)
+            ran.extend(batches)
+
+        try:
+            self._queries.start(self._time.now_ms, record)
+        except StreamingQueryFailedError:
+            self._stop_after_failure()
+            raise
+        except BaseException as error:
+            raise self._close_after_failure(error) from None
+        return ran
+
+    def restart(self) -> list[BatchRecord]:
+        """:meth:`stop` then :meth:`start`: every query starts again from its checkpoint,
+        as after a crash or a deploy. State and the watermark are recovered by Spark;
+        batch ids continue. Records piped but not yet processed reach the sources before
+        the start, and Spark runs a first trigger at once: a data batch if records wait,
+        else nothing. A no-data batch that
+        Spark owed before the restart (to emit windows or evict state after the
+        watermark moved) is *not* run: a restarted query has no last execution to ask,
+        so what was due is done by the next data batch (checked by property tests
+        against Spark on every supported line). Returns the batches that ran.
+
+        Raises :class:`~pyspark_streamtest.errors.CheckpointMissingError`, with nothing
+        stopped, when a query's checkpoint was deleted (Spark would silently start
+        over); :meth:`start` checks the same."""
+        self._check_open()
+        self._queries.check_checkpoints()  # before stopping anything
+        self.stop()
+        return self.start()
+
+
+    @contextlib.contextmanager
+    def _spark_calls(self) -> Iterator[None]:
+        """Around calls into Spark that do not change the queries (reads): a dead JVM
+        closes the driver with :class:`SparkDiedError`; other errors pass unchanged."""
+        try:
+            yield
+        except StreamTestError:
+            raise
+        except Exception as error:
+            if not jvm_is_gone(self._spark, error):
+                raise
+            raise self._close_after_failure(error) from None
+
+    # --- internals ------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if not self._closed:
+            return
+        why = self._closed_because
+        if why is None:
+            raise DriverClosedError(
+                "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
+                "checkpoints of a closed driver are gone)"
+            )
+        if isinstance(why, SparkDiedError):
+            raise SparkDiedError(f"this TopologyTestDriver closed itself: {why}")
+        if isinstance(why, (KeyboardInterrupt, SystemExit)) or not isinstance(why, Exception):
+            raise DriverInterruptedError(
+                f"this TopologyTestDriver was interrupted ({type(why).__name__}) in the middle "
+                "of a step and closed itself (a half-run batch cannot be trusted); create a "
+                "new driver"
+            )
+        raise DriverClosedError(
+            f"this TopologyTestDriver closed itself after {type(why).__name__}: "
+            f"{str(why).splitlines()[0] if str(why) else '(no message)'}; create a new driver"
+        )
+
+
+    def _close_after_failure(self, error: BaseException) -> BaseException:
+        """Close while ``error`` is on its way to the caller. Returns the error to raise:
+        :class:`SparkDiedError` when the JVM is gone, else ``error`` itself. Later calls
+        say why the driver closed."""
+        if not isinstance(error, StreamTestError) and jvm_is_gone(self._spark, error):
+            error = SparkDiedError(
+                f"the Spark JVM is gone ({type(error).__name__}: {str(error)[:200]}); the "
+                "driver closed itself. Nothing that needs Spark can run in this process "
+                "any more: under pytest, the tests that use Spark after this one fail "
+                "saying so"
+            )
+        self._closed_because = error
+        with contextlib.suppress(BaseException):
+            self._shutdown()
+        return error
+
+    def _stop_after_failure(self) -> None:
+        """Stop the queries after one failed (their checkpoints stay: a start retries the
+        failed batch); close the driver if even that fails."""
+        try:
+            self._queries.stop()
+        except BaseException as error:
+            self._close_after_failure(error)
+
+    def _shutdown(self) -> None:
+        self._closed = True
+        _open_drivers.unregister(self)
+        self._release()
+
+
+def _release(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
+    """Stop the queries, delete the checkpoints and give Python's clock back; what
+    ``close()`` and the garbage collector do (it holds no reference to the driver)."""
+    try:
+        queries.close()
+    finally:
+        while freezes:
+            freezes.pop().stop()
