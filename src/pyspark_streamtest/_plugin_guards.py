@@ -4,6 +4,7 @@ died. :mod:`pyspark_streamtest.plugin` registers these hooks."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -102,4 +103,7 @@ def _close_left_open(item: pytest.Item) -> list[str]:
     names = [repr(driver) for driver in left]
     for driver in left:
         driver.close()
+    if "pyspark_streamtest.driver._lifecycle" in sys.modules:
+        # drivers the test dropped unclosed are released on threads: let them finish
+        sys.modules["pyspark_streamtest.driver._lifecycle"].await_released()
     return names

@@ -201,11 +201,14 @@ def _shared_session(config: pytest.Config) -> SparkSession:
     """The test session's SparkSession, made on first use and stopped when pytest ends
     (shared by the ``spark`` fixture and scenario files)."""
     if _SESSION not in config.stash:
-        from pyspark.sql import SparkSession
+        from pyspark import SparkContext
 
         from .core.session import test_spark_session
 
-        existed = SparkSession.getActiveSession() is not None
+        # A context that exists already (made by the user, or by an outer pytest run in
+        # this process) is not ours to stop; the active session is per thread, the
+        # context is per process.
+        existed = SparkContext._active_spark_context is not None
         session = test_spark_session(
             master=config.getoption("--spark-master"),
             conf=_parse_conf(config.getoption("--spark-conf")),

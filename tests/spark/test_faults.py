@@ -6,8 +6,6 @@ would end the run)."""
 
 from __future__ import annotations
 
-import pytest
-
 pytest_plugins = ["pytester"]
 
 _TOPOLOGY = """

@@ -28,6 +28,7 @@ from pyspark_streamtest import (
     Topology,
     TopologyTestDriver,
 )
+from pyspark_streamtest.driver._lifecycle import await_released
 from pyspark_streamtest.features import Feature, supported_features
 from tests.helpers import T0
 
@@ -193,6 +194,7 @@ def test_a_driver_nobody_closed_stops_its_queries_when_collected(spark, tmp_path
     assert len(spark.streams.active) == 1 and len(list(tmp_path.iterdir())) == 1
     del driver
     gc.collect()
+    await_released()  # the release runs on a thread (the collector may strike mid-call)
     assert spark.streams.active == [] and list(tmp_path.iterdir()) == []
 
 

@@ -11,12 +11,51 @@ callback and close it once the stream thread has ended.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from typing import Any
 
 _JOIN_TIMEOUT_S = 5.0
 """How long closing waits for a connection's Python thread to end (it ends at once)."""
+
+
+_forgotten: set[str] = set()
+_forgotten_lock = threading.Lock()
+
+
+class _ForgottenProxyFilter(logging.Filter):
+    """Py4J warns when the JVM garbage-collects a proxy no longer in the pool; for the
+    proxies we removed ourselves that is expected, so the warning is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Tried to garbage collect non existing python proxy"):
+            return True
+        proxy_id = message.rsplit(" ", 1)[-1]
+        with _forgotten_lock:
+            if proxy_id in _forgotten:
+                _forgotten.discard(proxy_id)
+                return False
+        return True
+
+
+logging.getLogger("py4j.java_gateway").addFilter(_ForgottenProxyFilter())
+
+
+def forget_proxies(gateway: Any, *objects: object) -> None:
+    """Take ``objects`` (Python objects the JVM called, e.g. a stopped query's clock and
+    sink) out of Py4J's proxy pool, so they are freed now rather than whenever the JVM
+    collects its proxies of them. Only for objects the JVM will never call again."""
+    pool = getattr(getattr(gateway, "gateway_property", None), "pool", None)
+    if pool is None:
+        return
+    with pool.lock:
+        ids = [key for key, value in pool.dict.items() if any(value is o for o in objects)]
+        for key in ids:
+            del pool.dict[key]
+    with _forgotten_lock:
+        _forgotten.update(ids)
 
 
 class CallbackConnections:

@@ -101,6 +101,7 @@ def stop_query(
         except BaseException as error:  # surfaced below
             errors.append(error)
 
+    run_id = str(jquery.runId().toString())
     stopper = threading.Thread(target=_stop, name="pyspark-streamtest-stop", daemon=True)
     stopper.start()
     deadline = time.monotonic() + timeout_s
@@ -114,5 +115,35 @@ def stop_query(
         raise TimeoutError(f"StreamingQuery.stop() did not return within {timeout_s:.0f} s")
     if callbacks is not None:
         callbacks.close()
+    _await_tasks_of(jquery, run_id, deadline)
     if errors:
         raise RuntimeError(f"stopping the query failed: {java_error_text(errors[0])}")
+
+
+_RECENT_JOBS = 3
+"""How many of a query's newest jobs can still have tasks running when it stops."""
+
+
+def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
+    """Wait (until ``deadline``) for the tasks of the stopped query's jobs to end.
+
+    Stopping a query cancels its jobs, but Spark kills their running tasks
+    asynchronously, and a task may still write state files into the checkpoint; the
+    checkpoint is deleted only after this. Each query's jobs are in the job group of its
+    run id; only its newest jobs can be running. Usually nothing runs and this is one
+    call into the JVM.
+    """
+    tracker = jquery.sparkSession().sparkContext().statusTracker()
+    jobs = sorted(tracker.getJobIdsForGroup(run_id))[-_RECENT_JOBS:]
+    stages = []
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        if info.isDefined():
+            stages.extend(info.get().stageIds())
+    waited = threading.Event()
+    for stage in stages:
+        while time.monotonic() < deadline:
+            info = tracker.getStageInfo(stage)
+            if not info.isDefined() or info.get().numActiveTasks() == 0:
+                break
+            waited.wait(0.005)  # liveness check of Spark's task threads, bounded

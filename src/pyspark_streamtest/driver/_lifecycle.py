@@ -4,7 +4,10 @@ it."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import threading
+import time
 import weakref
 from collections.abc import Iterator
 
@@ -38,13 +41,17 @@ class Lifecycle:
     _time: TimeControl
     _state: StateAccess
     _closed: bool
-    _closed_because: BaseException | None
+    _closed_because: tuple[type[BaseException], str] | None
+    """The kind and text of the error that closed the driver (not the error itself: its
+    traceback would keep the frames, and the driver, alive)."""
 
     def _track(self) -> None:
         """Called once the queries exist: a driver nobody closes stops its queries and
         deletes its checkpoints when it is garbage-collected, or at the latest when the
         interpreter exits; the pytest plugin sees it as open."""
-        self._release = weakref.finalize(self, _release, self._queries, self._time.freezes)
+        self._release = weakref.finalize(
+            self, _release_collected, self._queries, self._time.freezes
+        )
         _open_drivers.register(self)
 
     def close(self) -> None:
@@ -161,19 +168,20 @@ class Lifecycle:
                 "this TopologyTestDriver is closed; create a new driver (queries, clocks and "
                 "checkpoints of a closed driver are gone)"
             )
-        if isinstance(why, SparkDiedError):
-            raise SparkDiedError(f"this TopologyTestDriver closed itself: {why}")
-        if isinstance(why, (KeyboardInterrupt, SystemExit)) or not isinstance(why, Exception):
+        kind, text = why
+        if issubclass(kind, SparkDiedError):
+            raise SparkDiedError(f"this TopologyTestDriver closed itself: {text}")
+        if not issubclass(kind, Exception):  # KeyboardInterrupt, SystemExit
             raise DriverInterruptedError(
-                f"this TopologyTestDriver was interrupted ({type(why).__name__}) in the middle "
+                f"this TopologyTestDriver was interrupted ({kind.__name__}) in the middle "
                 "of a step and closed itself (a half-run batch cannot be trusted); create a "
                 "new driver"
             )
+        first = text.splitlines()[0] if text else "(no message)"
         raise DriverClosedError(
-            f"this TopologyTestDriver closed itself after {type(why).__name__}: "
-            f"{str(why).splitlines()[0] if str(why) else '(no message)'}; create a new driver"
+            f"this TopologyTestDriver closed itself after {kind.__name__}: {first}; create "
+            "a new driver"
         )
-
 
     def _close_after_failure(self, error: BaseException) -> BaseException:
         """Close while ``error`` is on its way to the caller. Returns the error to raise:
@@ -186,7 +194,7 @@ class Lifecycle:
                 "any more: under pytest, the tests that use Spark after this one fail "
                 "saying so"
             )
-        self._closed_because = error
+        self._closed_because = (type(error), str(error))
         with contextlib.suppress(BaseException):
             self._shutdown()
         return error
@@ -202,7 +210,42 @@ class Lifecycle:
     def _shutdown(self) -> None:
         self._closed = True
         _open_drivers.unregister(self)
-        self._release()
+        if self._release.detach() is not None:  # closing now: no release when collected
+            _release(self._queries, self._time.freezes)
+
+
+_RELEASING: list[threading.Thread] = []
+_RELEASE_TIMEOUT_S = 120.0
+
+
+def _release_collected(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
+    """What the garbage collector runs for a driver nobody closed. The collector may run
+    it in the middle of a Py4J call of this very thread, so calling Spark from here
+    could garble that call: the release runs on a thread of its own (with its own
+    connection). :func:`await_released` waits for it; the pytest plugin does after
+    every test, and so does the interpreter's exit."""
+    thread = threading.Thread(
+        target=_release, args=(queries, freezes), name="pyspark-streamtest-release",
+        daemon=True,
+    )
+    with _RELEASING_LOCK:
+        _RELEASING.append(thread)
+    thread.start()
+
+
+def await_released(timeout_s: float = _RELEASE_TIMEOUT_S) -> None:
+    """Wait (bounded) until the releases of collected drivers have finished."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with _RELEASING_LOCK:
+            if not _RELEASING:
+                return
+            thread = _RELEASING.pop()
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
+_RELEASING_LOCK = threading.Lock()
+atexit.register(await_released)
 
 
 def _release(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:

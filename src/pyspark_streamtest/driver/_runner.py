@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .._spark import clock as _clock
-from .._spark.callbacks import CallbackConnections
+from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.plan import LateRule
@@ -129,6 +129,8 @@ class QueryRunner:
             return
         jquery, self._jquery = self._jquery, None
         stop_query(jquery, self.clock, self._callbacks)
+        # The stream thread has ended: nothing in the JVM calls the clock or sink again.
+        forget_proxies(self._jvm.gateway, self.clock, self._sink)
 
     # --- input ----------------------------------------------------------------------------
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:

@@ -122,7 +122,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
         self._closed = False
-        self._closed_because: BaseException | None = None
+        self._closed_because = None
         self._broker = Broker()
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
