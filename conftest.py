@@ -8,6 +8,7 @@ vary in wall time) is selected when CI is set.
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -19,3 +20,18 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "stress: a long stress run; selected only by `pytest -m stress`"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if "stress" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="a stress run: select it with `pytest -m stress`")
+    for item in items:
+        if item.get_closest_marker("stress"):
+            item.add_marker(skip)
