@@ -6,6 +6,14 @@ would end the run)."""
 
 from __future__ import annotations
 
+import importlib
+import shutil
+from datetime import timedelta
+
+import pytest
+
+from pyspark_streamtest import TopologyTestDriver
+
 pytest_plugins = ["pytester"]
 
 _TOPOLOGY = """
@@ -84,3 +92,65 @@ def test_kill_mid_batch(spark, monkeypatch):
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
                                            timeout=300)
     result.assert_outcomes(passed=1)
+
+
+# --- faults in this run's JVM: each is a typed error, and nothing is left running ---------
+def _counts(t):
+    clicks = t.input("clicks", schema="user STRING")
+    t.output("counts", clicks.groupBy("user").count(), output_mode="update")
+
+
+def _corrupt_offset_log(driver, folder) -> None:
+    (offsets,) = folder.glob("*/*/offsets")
+    (offsets / "0").write_text("not an offset log entry\n")
+
+
+def _checkpoint_not_writable(driver, folder) -> None:
+    (offsets,) = folder.glob("*/*/offsets")
+    shutil.rmtree(offsets)
+    offsets.write_text("a file where Spark needs a directory: writes fail, like a full disk")
+
+
+def _raise_in(cls_path: str, method: str):
+    def inject(driver, folder) -> None:
+        module, cls = cls_path.rsplit(".", 1)
+        owner = getattr(importlib.import_module(module), cls)
+        original = getattr(owner, method)
+
+        def failing(self, *args):
+            setattr(owner, method, original)  # once
+            raise OSError(f"injected failure in {cls}.{method}")
+
+        setattr(owner, method, failing)
+    return inject
+
+
+@pytest.mark.parametrize(("fault", "then", "error"), [
+    (_corrupt_offset_log, "restart", "StreamTestError"),
+    (_checkpoint_not_writable, "advance", "StreamingQueryFailedError"),
+    (_raise_in("pyspark_streamtest._spark.sink.CollectingSink", "apply"), "advance",
+     "StreamingQueryFailedError"),
+    (_raise_in("pyspark_streamtest._spark.clock.ManualClock", "getTimeMillis"), "advance",
+     "StreamingQueryFailedError"),
+], ids=["corrupt-offset-log", "checkpoint-not-writable", "sink-raises", "clock-raises"])
+def test_a_fault_is_a_typed_error_and_leaves_nothing_running(spark, tmp_path, fault, then,
+                                                             error):
+    import pyspark_streamtest as pst
+
+    driver = TopologyTestDriver(_counts, spark=spark, checkpoint_root=tmp_path)
+    try:
+        clicks = driver.create_input_topic("clicks")
+        clicks.pipe_input(("a",))
+        driver.process_all_available()
+        fault(driver, tmp_path)
+        clicks.pipe_input(("b",))
+        with pytest.raises(getattr(pst, error)) as caught:
+            if then == "restart":
+                driver.restart()
+            else:
+                driver.advance_wall_clock(timedelta(seconds=1))
+        assert "Traceback" not in str(caught.value).splitlines()[0]
+        assert spark.streams.active == []
+    finally:
+        driver.close()  # closing always works
+    assert spark.streams.active == [] and list(tmp_path.iterdir()) == []
