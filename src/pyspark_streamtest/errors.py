@@ -20,6 +20,8 @@ __all__ = [
     "DriverInterruptedError",
     "DriverLeftOpenError",
     "DriverStoppedError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidDurationError",
     "NaiveDatetimeError",
     "NoSuchRecordError",
@@ -43,6 +45,16 @@ __all__ = [
 
 class StreamTestError(Exception):
     """Base class of every error raised by pyspark-streamtest."""
+
+
+class InvalidArgumentError(StreamTestError, ValueError):
+    """An argument with a value the call cannot use (the message names the argument and
+    what it accepts)."""
+
+
+class InvalidArgumentTypeError(StreamTestError, TypeError):
+    """An argument of a type the call cannot use (the message names the argument and the
+    types it accepts)."""
 
 
 class TopologyError(StreamTestError, ValueError):

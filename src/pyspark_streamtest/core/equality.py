@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import InvalidArgumentError
 from ._stable import stable_json
 
 __all__ = ["OutputMismatchError", "assert_values_equal"]
@@ -59,7 +60,7 @@ def assert_values_equal(
     pairs_actual, pairs_expected = list(actual), list(expected)
     batches = list(batch_ids) if batch_ids is not None else [None] * len(got)
     if len(batches) != len(got):
-        raise ValueError(f"batch_ids has {len(batches)} entries for {len(got)} values")
+        raise InvalidArgumentError(f"batch_ids has {len(batches)} entries for {len(got)} values")
     if ignore_order:
         order_a = sorted(range(len(got)), key=got.__getitem__)
         order_e = sorted(range(len(want)), key=want.__getitem__)

@@ -14,7 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
-from ..errors import CheckpointMissingError, StreamingQueryFailedError, UnknownTopicError
+from ..errors import (
+    CheckpointMissingError,
+    InvalidArgumentTypeError,
+    StreamingQueryFailedError,
+    UnknownTopicError,
+)
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
 from .topology import _BuiltOutput
@@ -157,17 +162,21 @@ def check_sql_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
     if conf is None:
         return {}
     if not isinstance(conf, Mapping):
-        raise TypeError(f"sql_conf must be a mapping of setting names to values, got {conf!r}")
+        raise InvalidArgumentTypeError(
+            f"sql_conf must be a mapping of setting names to values, got {conf!r}"
+        )
     checked = {}
     for key, value in conf.items():
         if not isinstance(key, str) or not key:
-            raise TypeError(f"sql_conf keys must be Spark setting names (str), got {key!r}")
+            raise InvalidArgumentTypeError(
+                f"sql_conf keys must be Spark setting names (str), got {key!r}"
+            )
         if isinstance(value, bool):
             checked[key] = "true" if value else "false"
         elif isinstance(value, (str, int, float)):
             checked[key] = str(value)
         else:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"sql_conf[{key!r}] must be a str, int, float or bool, got "
                 f"{type(value).__name__}"
             )

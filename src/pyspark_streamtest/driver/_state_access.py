@@ -11,7 +11,7 @@ from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
-from ..errors import StateStoreError
+from ..errors import InvalidArgumentError, StateStoreError
 from ..state._reader import Shape, choose_operator, read_view, store_metadata
 from ..state.views import (
     OperatorDescription,
@@ -56,7 +56,9 @@ class StateAccess:
         if batch_id is not None and (
             isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0
         ):
-            raise ValueError(f"batch_id must be a batch id (an int >= 0), got {batch_id!r}")
+            raise InvalidArgumentError(
+                f"batch_id must be a batch id (an int >= 0), got {batch_id!r}"
+            )
         if last is None:
             if batch_id is not None:
                 raise StateStoreError(
@@ -146,11 +148,12 @@ class StateAccess:
         runner = self._queries.runner(output)
         rule = runner.built.late_rule
         if not isinstance(rule, LateRule):
-            raise ValueError(f"cannot tell which records output {output!r} drops as late: "
-                             f"{rule}")
+            raise InvalidArgumentError(
+                f"cannot tell which records output {output!r} drops as late: {rule}"
+            )
         columns = dict(runner.built.time_columns)
         if rule.column not in columns.values():
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"cannot tell which records output {output!r} drops as late: its watermark is "
                 f"on column {rule.column!r}, which is not the event-time column of any input it "
                 f"reads ({', '.join(f'{n}: {c}' for n, c in columns.items())}); declare the "

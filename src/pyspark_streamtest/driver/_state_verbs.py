@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core.records import LateRecord
+from ..errors import InvalidArgumentError
 from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
 from ._state_access import StateAccess
 
@@ -106,7 +107,7 @@ class StateVerbs:
         keyed by the join key (``get_all(key)``: a key can buffer several rows). Rows
         leave the buffer when the watermark passes the join's time bound."""
         if side not in ("left", "right"):
-            raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+            raise InvalidArgumentError(f"side must be 'left' or 'right', got {side!r}")
         self._check_open()
         return self._read(output, operator_id=operator_id, join_side=side,
                                 batch_id=batch_id, shape="join")

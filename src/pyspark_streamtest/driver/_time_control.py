@@ -17,6 +17,7 @@ from ..core.time import (
 )
 from ..errors import (
     DriverStoppedError,
+    InvalidArgumentError,
     StreamingQueryFailedError,
     StreamTestError,
     TimeWentBackwardsError,
@@ -152,14 +153,14 @@ class TimeControl:
         if output is not None:
             runner = self._queries.runner(output)
             if runner.watermark_ms() is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"output {output!r} has no event-time watermark (no withWatermark in its "
                     "query), so there is nothing to advance"
                 )
             return [runner]
         runners = [r for r in self._queries.runners if r.watermark_ms() is not None]
         if not runners:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "no query of this topology has an event-time watermark (withWatermark); "
                 "there is nothing to advance"
             )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from ..core.time import require_aware
-from ..errors import UnknownTopicError
+from ..errors import InvalidArgumentTypeError, UnknownTopicError
 from ..kafka.serdes import DeserializerSpec, SerializerSpec, deserializer, serializer
 from ._history import History
 from ._queries import names_text
@@ -50,7 +50,7 @@ class TopicHandles:
             )
         kafka = spec.kafka is not None
         if not kafka and (key_serializer is not None or value_serializer is not None):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"input {name!r} is not a Kafka input; serializers apply to inputs declared "
                 "with t.kafka_input(...) (plain inputs take values that match their schema)"
             )
@@ -72,7 +72,7 @@ class TopicHandles:
         plain = self._outputs.get(name) if isinstance(name, str) else None
         if plain is not None and plain.spec.kafka is None:
             if key_deserializer is not None or value_deserializer is not None:
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"output {name!r} is not a Kafka output; its records are rows (dicts), "
                     "so there is nothing to deserialize"
                 )

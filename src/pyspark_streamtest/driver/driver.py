@@ -21,6 +21,7 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
+from ..errors import InvalidArgumentTypeError
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -114,7 +115,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         set ``spark.sql.streaming.checkpointFileManagerClass`` back.
         """
         if not callable(topology):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"topology must be a function taking a Topology, got {type(topology).__name__}"
             )
         conf = check_sql_conf(sql_conf)

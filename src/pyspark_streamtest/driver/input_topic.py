@@ -14,7 +14,12 @@ from typing import Any, overload
 from ..core._values import to_json_line
 from ..core.records import TestRecord
 from ..core.time import duration_ms, require_aware
-from ..errors import SchemaMismatchError, StreamTestError
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    SchemaMismatchError,
+    StreamTestError,
+)
 from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
 from ..kafka.serdes import LOG_APPEND_TIME, Serializer
 from .topology import _InputSpec
@@ -67,7 +72,7 @@ class TestInputTopic:
     __test__ = False  # not a pytest test class
 
     def __init__(self) -> None:
-        raise TypeError("use TopologyTestDriver.create_input_topic(name)")
+        raise InvalidArgumentTypeError("use TopologyTestDriver.create_input_topic(name)")
 
     @classmethod
     def _create(
@@ -156,7 +161,7 @@ class TestInputTopic:
             self.pipe_record_list([args[0]])
             return
         if len(args) not in (1, 2):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"pipe_input takes (value), (key, value), (key, value, timestamp) or "
                 f"(TestRecord), got {len(args)} positional arguments"
             )
@@ -210,7 +215,9 @@ class TestInputTopic:
         pairs: list[tuple[Any, Any]] = []
         for index, pair in enumerate(key_values):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"key_values[{index}] must be a (key, value) pair, got {pair!r}")
+                raise InvalidArgumentTypeError(
+                    f"key_values[{index}] must be a (key, value) pair, got {pair!r}"
+                )
             pairs.append((pair[0], pair[1]))
         self._pipe_many(pairs, start_timestamp, advance, keyed=True)
 
@@ -225,7 +232,9 @@ class TestInputTopic:
         plain: list[TestRecord] = []
         for index, record in enumerate(records):
             if not isinstance(record, TestRecord):
-                raise TypeError(f"records[{index}] must be a TestRecord, got {record!r}")
+                raise InvalidArgumentTypeError(
+                    f"records[{index}] must be a TestRecord, got {record!r}"
+                )
             try:
                 if self._spec.kafka is None:
                     self._plain_only(record.key is not None, record.headers or None,
@@ -259,7 +268,7 @@ class TestInputTopic:
         if keyed and self._spec.kafka is None:
             self._plain_only(True, None, None)
         if start_timestamp is None and advance is not None:
-            raise ValueError("advance= needs start_timestamp=; without it the handle's "
+            raise InvalidArgumentError("advance= needs start_timestamp=; without it the handle's "
                              "auto_advance applies")
         step = timedelta(milliseconds=duration_ms(advance or timedelta(0), "advance"))
         clock = self._time
@@ -292,7 +301,7 @@ class TestInputTopic:
 
     def _plain_only(self, keyed: bool, headers: Any, partition: int | None) -> None:
         if keyed or headers is not None or partition is not None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"input {self._spec.name!r} is not a Kafka input, so its records have no key, "
                 "headers or partition; pipe values only, or declare it with t.kafka_input(...)"
             )
@@ -308,7 +317,7 @@ class TestInputTopic:
             isinstance(partition, bool) or not isinstance(partition, int)
             or not 0 <= partition < kafka.partitions
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"kafka input {name!r}: partition {partition!r} is not in [0, "
                 f"{kafka.partitions}); the topic has {kafka.partitions} partition(s)"
             )
@@ -358,7 +367,7 @@ class TestInputTopic:
             event_time: datetime | None = None
             if column is None:
                 if timestamp is not None:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"input {spec.name!r} has no timestamp_column, so timestamp= has "
                         "nowhere to go; declare t.input(..., timestamp_column=...) or put the "
                         "time in the value"
@@ -375,7 +384,7 @@ class TestInputTopic:
                 else:
                     event_time = require_aware(given, f"field {column!r}")
                     if timestamp is not None and require_aware(timestamp, "timestamp") != given:
-                        raise ValueError(
+                        raise InvalidArgumentError(
                             f"the value's {column!r} ({given.isoformat()}) and timestamp= "
                             f"({timestamp.isoformat()}) disagree; give the event time once"
                         )

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.equality import assert_values_equal
 from ..core.records import BatchRecord, KeyValue, TestRecord
-from ..errors import DeserializationError, NoSuchRecordError, UninitializedTopicError
+from ..errors import (
+    DeserializationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NoSuchRecordError,
+    UninitializedTopicError,
+)
 from ..kafka.serdes import Deserializer
 from ._history import History
 
@@ -59,7 +65,7 @@ class TestOutputTopic:
     __test__ = False  # not a pytest test class
 
     def __init__(self) -> None:
-        raise TypeError("use TopologyTestDriver.create_output_topic(name)")
+        raise InvalidArgumentTypeError("use TopologyTestDriver.create_output_topic(name)")
 
     @classmethod
     def _create(
@@ -248,13 +254,13 @@ class TestOutputTopic:
         """
         self._require_kafka("read_key_values_to_map")
         if tombstones not in ("keep", "delete"):
-            raise ValueError(f"tombstones must be 'keep' or 'delete', got {tombstones!r}")
+            raise InvalidArgumentError(f"tombstones must be 'keep' or 'delete', got {tombstones!r}")
         self._link.check_open()
         queue = self._link.history.queue(self._name)
         if queue is not None:
             for record in queue:
                 if record.key is None:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"topic {self._name!r} has an unread record with a null key (batch "
                         f"{record.batch_id}, partition {record.partition}, offset "
                         f"{record.offset}); read_key_values_to_map needs keys; use "
@@ -303,7 +309,7 @@ class TestOutputTopic:
 
     def _require_kafka(self, method: str) -> None:
         if not self._kafka:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"output {self._name!r} is not a Kafka output: its records have no keys; "
                 f"use read_values_to_list() (or declare it with t.kafka_output to use {method})"
             )

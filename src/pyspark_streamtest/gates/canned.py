@@ -34,6 +34,7 @@ from ..core.records import BatchRecord
 from ..driver.driver import TopologyTestDriver
 from ..driver.input_topic import TestInputTopic
 from ..driver.topology import Topology, TopologyFunction
+from ..errors import InvalidArgumentError
 from ._fixtures import fixture_path
 
 __all__ = [
@@ -205,7 +206,9 @@ _STREAMS: dict[str, tuple[str, TopologyFunction, frozenset[str]]] = {
 def load(name: str) -> CannedStream:
     """The canned stream ``name`` (one of the module doc's table)."""
     if name not in _STREAMS:
-        raise ValueError(f"unknown canned stream {name!r}; known: {', '.join(sorted(_STREAMS))}")
+        raise InvalidArgumentError(
+            f"unknown canned stream {name!r}; known: {', '.join(sorted(_STREAMS))}"
+        )
     description, topology, kafka = _STREAMS[name]
     return CannedStream(name, description, _records(name), topology, kafka, _expected(name))
 

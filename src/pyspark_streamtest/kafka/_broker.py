@@ -18,6 +18,7 @@ from pyspark.sql.types import TimestampType
 
 from ..core._values import encoder_for
 from ..core.records import TestRecord
+from ..errors import InvalidArgumentTypeError
 from .serdes import default_partition
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -76,7 +77,7 @@ def normalize_headers(headers: object) -> Headers:
     if isinstance(headers, Mapping):
         pairs: Iterable[Any] = headers.items()
     elif isinstance(headers, (str, bytes)) or not isinstance(headers, Iterable):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"headers must be a dict or a list of (key, value) pairs, got {type(headers).__name__}"
         )
     else:
@@ -84,16 +85,18 @@ def normalize_headers(headers: object) -> Headers:
     out: list[tuple[str, bytes | None]] = []
     for pair in pairs:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise TypeError(f"each header must be a (key, value) pair, got {pair!r}")
+            raise InvalidArgumentTypeError(f"each header must be a (key, value) pair, got {pair!r}")
         key, value = pair
         if not isinstance(key, str):
-            raise TypeError(f"header keys must be str, got {type(key).__name__} {key!r}")
+            raise InvalidArgumentTypeError(
+                f"header keys must be str, got {type(key).__name__} {key!r}"
+            )
         if isinstance(value, str):
             value = value.encode("utf-8")
         elif isinstance(value, (bytes, bytearray, memoryview)):
             value = bytes(value)
         elif value is not None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"header {key!r}: values must be bytes, str or None, got {type(value).__name__}"
             )
         out.append((key, value))

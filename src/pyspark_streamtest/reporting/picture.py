@@ -28,6 +28,7 @@ from xml.sax.saxutils import escape
 from ..core._stable import stable_json
 from ..core.records import BatchRecord
 from ..core.time import to_ms
+from ..errors import InvalidArgumentError
 
 __all__ = ["timeline_svg", "write_timeline_picture"]
 
@@ -325,7 +326,7 @@ def write_timeline_picture(
     target = os.fspath(path)
     suffix = os.path.splitext(target)[1].lower()
     if suffix not in (".svg", ".png"):
-        raise ValueError(f"picture path {target!r} must end in .svg or .png")
+        raise InvalidArgumentError(f"picture path {target!r} must end in .svg or .png")
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     if suffix == ".svg":
         with open(target, "w", encoding="utf-8", newline="\n") as out:
