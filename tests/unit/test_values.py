@@ -14,6 +14,8 @@ from pyspark_streamtest.core._values import StructEncoder, row_decoder, to_json_
 from pyspark_streamtest.errors import (
     NaiveDatetimeError,
     SchemaMismatchError,
+    StreamTestError,
+    TimeOutOfRangeError,
     UnsupportedSchemaError,
 )
 
@@ -102,3 +104,127 @@ def test_rows_decode_to_plain_dicts_with_aware_timestamps():
     decoded = row_decoder(schema)(Row(t=naive_local, w=Row(start=naive_local), n=None))
     epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
     assert decoded == {"t": epoch, "w": {"start": epoch}, "n": None}
+
+
+UTC = timezone.utc
+LARGEST_38_18 = Decimal("99999999999999999999.999999999999999999")
+
+
+def test_decimals_encode_exactly_up_to_38_digits_in_plain_notation():
+    enc = encoder("a DECIMAL(38,0), b DECIMAL(38,18), c DECIMAL(38,30), d DECIMAL(10,0), "
+                  "e DECIMAL(5,1), z DECIMAL(5,2)")
+    value = {"a": Decimal(-(10**38 - 1)), "b": LARGEST_38_18,
+             "c": Decimal("9.123456789012345678901234567890"), "d": Decimal("1E+5"),
+             "e": Decimal("1.500"), "z": Decimal("0E-50")}
+    assert json.loads(to_json_line(enc(value, "value"))) == {
+        "a": "-99999999999999999999999999999999999999",
+        "b": "99999999999999999999.999999999999999999",
+        "c": "9.123456789012345678901234567890", "d": "100000", "e": "1.500",
+        "z": "0." + "0" * 50,
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        ("d DECIMAL(38,30)", Decimal("1.1234567890123456789012345678901"),
+         r"'d': .* has 31 digits after the point, more decimals than the scale allows \(30\)"
+         r".*Round it first .*quantize\(Decimal\('1e-30'\)\).* or widen the column's scale"),
+        ("d DECIMAL(38,0)", Decimal(10**38), r"'d': .* does not fit DECIMAL\(38,0\): it has 39 "
+         r"digits before the point, and DECIMAL\(38,0\) holds at most 38"),
+        ("d DECIMAL(38,18)", Decimal("100000000000000000000"), r"'d': .* 21 digits before the "
+         r"point, .* at most 20"),
+        ("d DECIMAL(38,18)", 10**20, r"'d': .* 21 digits before the point"),
+        ("d DECIMAL(5,2)", Decimal("1E-3"), r"'d': 0.001 does not fit .* 3 digits after"),
+    ],
+    ids=["31-decimals-in-scale-30", "39-digits-in-38-0", "21-digits-in-38-18", "int-too-large",
+         "exponent-decimals"],
+)
+def test_decimals_spark_would_round_or_overflow_are_refused(schema, value, message):
+    with pytest.raises(SchemaMismatchError, match=message):
+        encoder(schema)({"d": value}, "value")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (1e39, r"'f': 1e\+39 is too large for FLOAT .*Infinity"),
+        (-3.5e38, r"'f': -3.5e\+38 is too large for FLOAT"),
+        (10**39, r"'f': 1e\+39 is too large for FLOAT"),
+        (1e-50, r"'f': 1e-50 is too small for FLOAT .*0\.0"),
+        (-1e-46, r"'f': -1e-46 is too small for FLOAT"),
+    ],
+    ids=["overflow", "negative-overflow", "int-overflow", "underflow", "negative-underflow"],
+)
+def test_float32_overflow_and_underflow_are_refused(value, message):
+    with pytest.raises(SchemaMismatchError, match=message):
+        encoder("f FLOAT")({"f": value}, "value")
+
+
+def test_float32_keeps_what_it_can_hold_and_double_is_unaffected():
+    largest, smallest = 3.4028234663852886e38, 1.401298464324817e-45
+    enc = encoder("f ARRAY<FLOAT>, d DOUBLE, e DOUBLE")
+    value = {"f": [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, largest, -smallest,
+                   0.1], "d": 1e39, "e": 1e-50}
+    assert json.loads(to_json_line(enc(value, "value"))) == {
+        "f": ["Infinity", "-Infinity", "NaN", 0.0, -0.0, largest, -smallest, 0.1],
+        "d": 1e39, "e": 1e-50,
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        ("s STRING", {"s": "a\ud800b"}, r"field 's': 'a\\ud800b' holds the surrogate code point "
+         r"U\+D800 at index 1, which is not valid Unicode"),
+        ("s STRING", {"s": "\ud83d\ude00"}, r"field 's': .* U\+D83D at index 0"),
+        ("st STRUCT<x: STRUCT<y: STRING>>", {"st": {"x": {"y": "\udfff"}}}, r"field 'st.x.y'"),
+        ("a ARRAY<STRING>", {"a": ["ok", "b\udc00"]}, r"field 'a\[1\]'"),
+        ("m MAP<STRING, STRING>", {"m": {"k\ud800": "v"}}, r"a key of field 'm': 'k\\ud800'"),
+        ("m MAP<STRING, ARRAY<STRING>>", {"m": {"k": ["\ud800"]}}, r"field 'm\[k\]\[0\]'"),
+    ],
+    ids=["lone-surrogate", "surrogate-pair", "struct-field", "array-element", "map-key",
+         "map-value"],
+)
+def test_strings_with_surrogates_are_refused_naming_the_path(schema, value, message):
+    with pytest.raises(SchemaMismatchError, match=message) as caught:
+        encoder(schema)(value, "value")
+    assert "Spark's strings are UTF-8 and would turn it into '?'" in str(caught.value)
+
+
+def test_valid_unicode_text_passes_unchanged():
+    enc = encoder("s STRING, m MAP<STRING, STRING>")
+    value = {"s": "é \U0001F600 \u4e2d", "m": {"\u00fc": "\U0001F600"}}
+    assert json.loads(to_json_line(enc(value, "value"))) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (datetime(1, 1, 1, tzinfo=UTC), r"'ts' \(0001-01-01T00:00:00\+00:00\) is a time Spark "
+         r"holds, but PySpark cannot give it back"),
+        (datetime(1, 1, 1, 23, 59, 59, 999999, tzinfo=UTC), r"PySpark cannot give it back"),
+        (datetime(1, 1, 1, 1, tzinfo=timezone(timedelta(hours=2))),
+         r"'ts' \(0001-01-01T01:00:00\+02:00\) is before 0001-01-01T00:00:00Z in UTC, outside "
+         r"Spark's range"),
+        (datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
+         r"'ts' .* is past 9999-12-31T23:59:59.999999Z in UTC"),
+    ],
+    ids=["year-1-utc", "year-1-last-microsecond", "before-year-1", "after-9999"],
+)
+def test_timestamps_spark_or_pyspark_cannot_hold_are_refused(value, message):
+    with pytest.raises(TimeOutOfRangeError, match=message) as caught:
+        encoder("ts TIMESTAMP")({"ts": value}, "value")
+    assert isinstance(caught.value, StreamTestError)
+    with pytest.raises(TimeOutOfRangeError, match=r"field 'a\[1\]'"):
+        encoder("a ARRAY<TIMESTAMP>")({"a": [datetime(2024, 1, 1, tzinfo=UTC), value]}, "v")
+
+
+def test_timestamps_inside_the_range_encode_exactly_also_near_its_ends():
+    enc = encoder("a TIMESTAMP, b TIMESTAMP, c TIMESTAMP_NTZ, d DATE")
+    value = {"a": datetime(1, 1, 3, tzinfo=UTC), "b": datetime(9999, 12, 30, tzinfo=UTC),
+             "c": datetime(1, 1, 1), "d": date(1, 1, 1)}
+    assert json.loads(to_json_line(enc(value, "value"))) == {
+        "a": "0001-01-03T00:00:00+00:00", "b": "9999-12-30T00:00:00+00:00",
+        "c": "0001-01-01T00:00:00.000000", "d": "0001-01-01",
+    }

@@ -5,6 +5,15 @@ one JSON object whose text Spark's ``from_json`` parses back to exactly the same
 values (timestamps as UTC ISO 8601 strings, binary as base64, decimals
 as strings). Out: collected Rows become plain dicts, timestamps aware in UTC.
 Converters are compiled once per schema; the per-value path does no schema lookups.
+
+A value Spark would change on the way in is refused (:class:`SchemaMismatchError`
+naming the field) rather than silently altered: a decimal with more digits after the
+point than its column's scale (Spark would round it) or too many before it; a FLOAT
+(32-bit) value that overflows to infinity or underflows to zero (infinities, NaN and
+zero given as such pass); a string holding a surrogate code point (not valid Unicode:
+Spark's UTF-8 strings would make it ``?``). A TIMESTAMP outside the range Spark holds
+and PySpark gives back is a :class:`TimeOutOfRangeError` (see
+:mod:`pyspark_streamtest.core.time`).
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ import datetime as _dt
 import difflib
 import json
 import math
+import re
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -22,9 +33,12 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from ..errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaError
+from .time import check_instant
 
 Encoder = Callable[[Any, str], Any]
 _UTC = _dt.timezone.utc
+_FLOAT32 = struct.Struct("<f")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _INT_RANGES: dict[type, tuple[int, int]] = {
     T.ByteType: (-(2**7), 2**7 - 1),
@@ -56,23 +70,67 @@ def _int_encoder(dtype: T.DataType) -> Encoder:
 
 def _float_encoder(dtype: T.DataType) -> Encoder:
     name = dtype.simpleString().upper()
+    single = isinstance(dtype, T.FloatType)
 
     def encode(value: Any, path: str) -> Any:
         if type(value) is bool or not isinstance(value, (int, float)):
             raise _fail(path, f"{name} (a Python float)", value)
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int past the largest double
+            raise SchemaMismatchError(
+                f"field {path!r}: {value} is too large for {name}") from None
         if math.isnan(value):
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
+        if single:
+            _check_float32(value, path)
         return value
 
     return encode
 
 
+def _check_float32(value: float, path: str) -> None:
+    """Refuses a finite double that a FLOAT (32-bit) column would turn into an infinity
+    (overflow) or into zero (underflow); ordinary rounding to 24 bits passes."""
+    try:
+        single = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    except OverflowError:
+        raise SchemaMismatchError(
+            f"field {path!r}: {value!r} is too large for FLOAT (32-bit, at most "
+            "±3.4028235e+38): Spark would make it Infinity. Declare the column DOUBLE, "
+            "or pass float('inf') if infinity is meant"
+        ) from None
+    if single == 0.0 and value != 0.0:
+        raise SchemaMismatchError(
+            f"field {path!r}: {value!r} is too small for FLOAT (32-bit, the smallest "
+            "nonzero magnitude is 1.4e-45): Spark would make it 0.0. Declare the column "
+            "DOUBLE, or pass 0.0 if zero is meant"
+        )
+
+
+def _check_text(value: str, where: str) -> None:
+    """Refuses a str holding surrogate code points (U+D800..U+DFFF): not Unicode text,
+    so not valid UTF-8, and Spark's strings are UTF-8 (it would write ``?``). ``where``
+    names the field (``field 'a.b'``, ``a key of field 'm'``)."""
+    if value.isascii():
+        return
+    found = _SURROGATE.search(value)
+    if found is not None:
+        raise SchemaMismatchError(
+            f"{where}: {value!r} holds the surrogate code point "
+            f"U+{ord(found.group()):04X} at index {found.start()}, which is not valid "
+            "Unicode (a lone half of a UTF-16 pair); Spark's strings are UTF-8 and would "
+            "turn it into '?'. Decode the text properly (e.g. errors='replace') or pipe "
+            "it as BINARY"
+        )
+
+
 def _string(value: Any, path: str) -> Any:
     if not isinstance(value, str):
         raise _fail(path, "STRING (a Python str)", value)
+    _check_text(value, f"field {path!r}")
     return value
 
 
@@ -97,16 +155,18 @@ def _date(value: Any, path: str) -> Any:
 def _timestamp(value: Any, path: str) -> Any:
     # ISO 8601 with a +00:00 offset (fraction only when non-zero), which from_json reads
     # exactly; isoformat() is C code and the common UTC case skips astimezone().
+    # The first and last days of the range are checked (check_instant): PySpark cannot
+    # give every instant there back.
     if not isinstance(value, _dt.datetime):
         raise _fail(path, "TIMESTAMP (a timezone-aware datetime)", value)
-    if value.tzinfo is _UTC:
+    if value.tzinfo is _UTC and 1 < value.year < 9999:
         return value.isoformat()
     if value.tzinfo is None or value.utcoffset() is None:
         raise NaiveDatetimeError(
             f"field {path!r} is a naive datetime ({value.isoformat()}); TIMESTAMP values must "
             "be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)"
         )
-    return value.astimezone(_UTC).isoformat()
+    return check_instant(value, f"field {path!r}").isoformat()
 
 
 def _timestamp_ntz(value: Any, path: str) -> Any:
@@ -114,31 +174,52 @@ def _timestamp_ntz(value: Any, path: str) -> Any:
         raise _fail(path, "TIMESTAMP_NTZ (a naive datetime)", value)
     if value.tzinfo is not None:
         raise _fail(path, "TIMESTAMP_NTZ (a naive datetime, without tzinfo)", value)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    # isoformat pads years to 4 digits; strftime("%Y") does not (year 1 is "1").
+    return value.isoformat(timespec="microseconds")
 
 
 def _decimal_encoder(dtype: T.DecimalType) -> Encoder:
+    name = dtype.simpleString().upper()
+    whole_digits = dtype.precision - dtype.scale
+
     def encode(value: Any, path: str) -> Any:
         if type(value) is bool or not isinstance(value, (Decimal, int)):
-            raise _fail(path, f"{dtype.simpleString().upper()} (a decimal.Decimal)", value)
-        number = Decimal(value)
+            raise _fail(path, f"{name} (a decimal.Decimal)", value)
+        number = Decimal(value)  # exact: no context rounding
         if not number.is_finite():
             raise SchemaMismatchError(f"field {path!r}: {value} is not a finite decimal")
-        _, digits, raw_exponent = number.normalize().as_tuple()
-        exponent = int(raw_exponent)  # an int for every finite Decimal
-        scale = max(-exponent, 0)
-        integer_digits = max(len(digits) + exponent, 0)
-        if number != 0 and (
-            scale > dtype.scale or integer_digits > dtype.precision - dtype.scale
-        ):
+        decimals, integer_digits = _digits(number)
+        if decimals > dtype.scale:
             raise SchemaMismatchError(
-                f"field {path!r}: {value} does not fit {dtype.simpleString().upper()} "
-                f"(at most {dtype.precision - dtype.scale} digits before the point and "
-                f"{dtype.scale} after)"
+                f"field {path!r}: {value} does not fit {name}: it has {decimals} digits "
+                f"after the point, more decimals than the scale allows ({dtype.scale}), and "
+                "Spark would round it. Round it first (e.g. "
+                f"value.quantize(Decimal('1e-{dtype.scale}'))) or widen the column's scale"
             )
-        return str(number)
+        if integer_digits > whole_digits:
+            raise SchemaMismatchError(
+                f"field {path!r}: {value} does not fit {name}: it has {integer_digits} "
+                f"digits before the point, and {name} holds at most {whole_digits} (its "
+                f"precision {dtype.precision} minus its scale {dtype.scale}); widen the "
+                "column's precision"
+            )
+        return format(number, "f")  # plain notation, never an exponent
 
     return encode
+
+
+def _digits(number: Decimal) -> tuple[int, int]:
+    """(digits after the point, digits before it) of a finite ``number``'s value, exactly:
+    trailing zeros do not count (``1.50`` has 1 decimal), and zero has none."""
+    _, digits, raw_exponent = number.as_tuple()
+    exponent = int(raw_exponent)  # an int for every finite Decimal
+    significant = len(digits)
+    while significant and digits[significant - 1] == 0:
+        significant -= 1
+        exponent += 1
+    if significant == 0:
+        return 0, 0
+    return max(-exponent, 0), max(significant + exponent, 0)
 
 
 def _array_encoder(dtype: T.ArrayType) -> Encoder:
@@ -168,6 +249,7 @@ def _map_encoder(dtype: T.MapType) -> Encoder:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _fail(f"{path} key", "STRING", key)
+            _check_text(key, f"a key of field {path!r}")
             out[key] = value_encoder(item, f"{path}[{key}]")
         return out
 

@@ -1,6 +1,16 @@
 """Time, exactly: aware datetimes and integer milliseconds (never floats), the fixed
 default start, and keeping Python's clock in step with the driver's.
 
+**The range of instants.** Spark's timestamps cover 0001-01-01T00:00:00Z to
+9999-12-31T23:59:59.999999Z (its JVM even computes a little past either end, e.g. a
+window ending at 10000-01-01). PySpark gives every timestamp a query returns back as a
+*local* datetime (``datetime.fromtimestamp``), and Python cannot make one on the first
+day of year 1 or past 9999-12-31 in this process's time zone (it looks a day back for
+a daylight-saving fold). So an instant the driver pipes into Spark must be one PySpark
+can give back: :func:`require_aware` and :func:`check_instant` refuse the others with
+:class:`~pyspark_streamtest.errors.TimeOutOfRangeError` before anything is piped.
+Outside the first and last days of the range nothing is checked per value.
+
 The driver owns one processing-time clock for all its queries (each query's
 trigger clock reads it). With ``freeze_python_clock=True`` the driver also freezes
 this Python process's clock (``datetime.now()``, ``time.time()``, via freezegun) at
@@ -17,6 +27,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import (
+    InvalidArgumentTypeError,
     InvalidDurationError,
     NaiveDatetimeError,
     TimeOutOfRangeError,
@@ -32,8 +43,19 @@ DEFAULT_START_TIME = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
 def require_aware(value: object, what: str) -> datetime:
+    """``value`` if it is an aware datetime of an instant Spark holds and PySpark gives
+    back (see the module doc); else :class:`InvalidArgumentTypeError`,
+    :class:`NaiveDatetimeError` or :class:`TimeOutOfRangeError`."""
+    aware = aware_datetime(value, what)
+    check_instant(aware, what)
+    return aware
+
+
+def aware_datetime(value: object, what: str) -> datetime:
+    """``value`` if it is a timezone-aware datetime (any instant), else
+    :class:`InvalidArgumentTypeError` or :class:`NaiveDatetimeError`."""
     if not isinstance(value, datetime):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"{what} must be a timezone-aware datetime, got {type(value).__name__} {value!r}"
         )
     if value.tzinfo is None or value.utcoffset() is None:
@@ -44,10 +66,68 @@ def require_aware(value: object, what: str) -> datetime:
     return value
 
 
+def check_instant(value: datetime, what: str) -> datetime:
+    """The aware ``value`` in UTC, if Spark holds it and PySpark can give it back in this
+    process (see the module doc); else :class:`TimeOutOfRangeError` naming ``what``."""
+    if value.tzinfo is timezone.utc:
+        utc = value
+    else:
+        try:
+            utc = value.astimezone(timezone.utc)
+        except OverflowError:
+            side = "before 0001-01-01T00:00:00Z" if value.year == 1 else (
+                "past 9999-12-31T23:59:59.999999Z")
+            raise TimeOutOfRangeError(
+                f"{what} ({value.isoformat()}) is {side} in UTC, outside Spark's range of "
+                "timestamps (0001-01-01 to 9999-12-31 UTC); nothing was changed"
+            ) from None
+    if 1 < utc.year < 9999 or _pyspark_gives_back(utc):
+        return utc
+    raise TimeOutOfRangeError(
+        f"{what} ({utc.isoformat()}) is a time Spark holds, but PySpark cannot give it "
+        "back in this process's time zone: collect() turns every timestamp into a local "
+        "datetime (datetime.fromtimestamp), which Python cannot make on the first day of "
+        "year 1 or past 9999-12-31 local time. Nothing was changed; use a time at least a "
+        "day inside the range (0001-01-03 to 9999-12-30 UTC)"
+    )
+
+
+def _pyspark_gives_back(utc: datetime) -> bool:
+    """Whether PySpark's TimestampType.fromInternal, and the driver's conversion of its
+    local result to UTC, work for this instant in this process's time zone."""
+    seconds = (utc - EPOCH) // timedelta(seconds=1)
+    try:  # as fromInternal: whole seconds in local time, then the microseconds
+        local = datetime.fromtimestamp(seconds).replace(microsecond=utc.microsecond)
+        local.astimezone(timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return False
+    return True
+
+
 def to_ms(value: datetime) -> int:
     """Milliseconds since the epoch; sub-millisecond parts are truncated (as Spark does)."""
     delta = value - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def to_micros(value: datetime) -> int:
+    """Microseconds since the epoch (Spark's unit for timestamps), exactly."""
+    return (value - EPOCH) // timedelta(microseconds=1)
+
+
+def utc_from_micros(micros: int, what: str) -> datetime:
+    """The aware UTC datetime ``micros`` microseconds after the epoch, or
+    :class:`TimeOutOfRangeError` naming ``what`` when no datetime can hold it (Spark's
+    last windows end at 10000-01-01T00:00:00Z, 253402300800000000)."""
+    try:
+        return EPOCH + timedelta(microseconds=micros)
+    except OverflowError:
+        side = "before 0001-01-01T00:00:00Z" if micros < 0 else (
+            "past 9999-12-31T23:59:59.999999Z")
+        raise TimeOutOfRangeError(
+            f"{what} is {micros} microseconds after the epoch, {side}: no Python "
+            "datetime holds it (years 1 to 9999)"
+        ) from None
 
 
 LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc) - EPOCH) // timedelta(
@@ -76,7 +156,9 @@ def from_ms(ms: int) -> datetime:
 def duration_ms(delta: object, what: str, *, allow_zero: bool = True) -> int:
     """A non-negative timedelta as whole milliseconds."""
     if not isinstance(delta, timedelta):
-        raise TypeError(f"{what} must be a datetime.timedelta, got {type(delta).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{what} must be a datetime.timedelta, got {type(delta).__name__}"
+        )
     if delta < timedelta(0):
         raise TimeWentBackwardsError(
             f"{what} is negative ({delta}); time only moves forward. "

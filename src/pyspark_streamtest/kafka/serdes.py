@@ -1,5 +1,9 @@
 """Kafka record shapes, serializers, deserializers and the default partitioner
-(the face is :mod:`pyspark_streamtest.kafka`)."""
+(the face is :mod:`pyspark_streamtest.kafka`).
+
+The ``string``, ``json`` and ``auto`` serializers write text as UTF-8; a str holding a
+surrogate code point (U+D800..U+DFFF, not Unicode text) has no UTF-8 bytes and is refused
+with :class:`~pyspark_streamtest.errors.SchemaMismatchError` naming where it is."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
 
 __all__ = [
     "CREATE_TIME",
@@ -104,7 +110,7 @@ def default_partition(key: bytes, partitions: int) -> int:
     """The partition Kafka's default partitioner gives a record with serialized ``key``:
     ``(murmur2(key) & 0x7fffffff) % partitions``."""
     if partitions < 1:
-        raise ValueError(f"partitions must be at least 1, got {partitions}")
+        raise InvalidArgumentError(f"partitions must be at least 1, got {partitions}")
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
@@ -115,49 +121,112 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
-        raise TypeError("bytes cannot be written as JSON; use the 'bytes' serializer")
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+        raise InvalidArgumentTypeError(
+            "bytes cannot be written as JSON; use the 'bytes' serializer"
+        )
+    raise InvalidArgumentTypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _to_json(value: Any) -> bytes:
-    return json.dumps(
+    text = json.dumps(
         value, separators=(",", ":"), ensure_ascii=False, default=_json_default, allow_nan=False
-    ).encode("utf-8")
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        path, bad = _first_unencodable(value, "value")
+        raise _not_unicode("json", f"the string at {path}", bad) from None
+
+
+def _first_unencodable(value: Any, path: str) -> tuple[str, str]:
+    """(path, string) of the first string in a JSON-ready ``value`` (keys included) that
+    has no UTF-8 encoding."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                found = _first_unencodable(key, f"{path} key {key!r}")
+                if found[0]:
+                    return found
+            found = _first_unencodable(item, f"{path}[{key!r}]")
+            if found[0]:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_unencodable(item, f"{path}[{index}]")
+            if found[0]:
+                return found
+    return "", ""
+
+
+def _not_unicode(name: str, where: str, text: str) -> SchemaMismatchError:
+    """The refusal of a str holding a surrogate code point (U+D800..U+DFFF), which is not
+    Unicode text and has no UTF-8 bytes (a Kafka serializer must write bytes)."""
+    index, char = next((i, c) for i, c in enumerate(text) if 0xD800 <= ord(c) <= 0xDFFF)
+    return SchemaMismatchError(
+        f"the {name!r} serializer: {where} ({text!r}) holds the surrogate code point "
+        f"U+{ord(char):04X} at index {index}, which is not valid Unicode (a lone half of a "
+        "UTF-16 pair) and has no UTF-8 encoding. Decode the text properly (e.g. "
+        "errors='replace') or pipe bytes"
+    )
+
+
+def _utf8_text(value: str, name: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _not_unicode(name, "the str", value) from None
 
 
 def _to_string(value: Any) -> bytes:
     if not isinstance(value, str):
-        raise TypeError(f"the 'string' serializer takes str, got {type(value).__name__}")
-    return value.encode("utf-8")
+        raise InvalidArgumentTypeError(
+            f"the 'string' serializer takes str, got {type(value).__name__}"
+        )
+    return _utf8_text(value, "string")
 
 
 def _to_bytes(value: Any) -> bytes:
     if not isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"the 'bytes' serializer takes bytes, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"the 'bytes' serializer takes bytes, got {type(value).__name__}"
+        )
     return bytes(value)
 
 
 def _to_int(value: Any) -> bytes:
     if type(value) is bool or not isinstance(value, int):
-        raise TypeError(f"the 'int' serializer takes int, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"the 'int' serializer takes int, got {type(value).__name__}"
+        )
     try:
         return _INT.pack(value)
     except struct.error:
-        raise ValueError(f"{value} does not fit in 4 bytes; use the 'long' serializer") from None
+        raise InvalidArgumentError(
+            f"{value} does not fit in 4 bytes; use the 'long' serializer"
+        ) from None
 
 
 def _to_long(value: Any) -> bytes:
     if type(value) is bool or not isinstance(value, int):
-        raise TypeError(f"the 'long' serializer takes int, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"the 'long' serializer takes int, got {type(value).__name__}"
+        )
     try:
         return _LONG.pack(value)
     except struct.error:
-        raise ValueError(f"{value} does not fit in 8 bytes") from None
+        raise InvalidArgumentError(f"{value} does not fit in 8 bytes") from None
 
 
 def _to_double(value: Any) -> bytes:
     if type(value) is bool or not isinstance(value, (int, float)):
-        raise TypeError(f"the 'double' serializer takes float, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"the 'double' serializer takes float, got {type(value).__name__}"
+        )
     return _DOUBLE.pack(float(value))
 
 
@@ -165,10 +234,10 @@ def _auto(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, str):
-        return value.encode("utf-8")
+        return _utf8_text(value, "auto")
     if isinstance(value, (dict, list)):
         return _to_json(value)
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         f"cannot serialize {type(value).__name__} {value!r} automatically (bytes, str, dict "
         "and list only); create the topic with key_serializer=/value_serializer= 'int', "
         "'long', 'double', 'json' or a function returning bytes"
@@ -210,12 +279,13 @@ _DESERIALIZERS: dict[str, Deserializer] = {
 
 def serializer(spec: SerializerSpec) -> Serializer:
     """The serializer named ``spec`` (see the module doc), or ``spec`` if it is callable.
-    Unknown names raise ``ValueError`` listing the known ones."""
+    Unknown names raise :class:`~pyspark_streamtest.errors.InvalidArgumentError` (a
+    ``ValueError``) listing the known ones."""
     if callable(spec):
         return _checked_callable(spec)
     if isinstance(spec, str) and spec in _SERIALIZERS:
         return _SERIALIZERS[spec]
-    raise ValueError(
+    raise InvalidArgumentError(
         f"unknown serializer {spec!r}; use one of {', '.join(map(repr, _SERIALIZERS))} or a "
         "function returning bytes"
     )
@@ -225,7 +295,7 @@ def _checked_callable(function: Serializer) -> Serializer:
     def serialize(value: Any) -> bytes:
         out = function(value)
         if not isinstance(out, (bytes, bytearray, memoryview)):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"serializer {getattr(function, '__name__', function)!r} returned "
                 f"{type(out).__name__}; a serializer must return bytes"
             )
@@ -242,7 +312,7 @@ def deserializer(spec: DeserializerSpec) -> Deserializer:
         return spec
     if isinstance(spec, str) and spec in _DESERIALIZERS:
         return _DESERIALIZERS[spec]
-    raise ValueError(
+    raise InvalidArgumentError(
         f"unknown deserializer {spec!r}; use one of {', '.join(map(repr, _DESERIALIZERS))}, a "
         "function taking bytes, or None for raw bytes"
     )

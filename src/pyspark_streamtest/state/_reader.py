@@ -1,14 +1,29 @@
-"""Turns Spark's state data source rows into the views of :mod:`pyspark_streamtest.state`."""
+"""Turns Spark's state data source rows into the views of :mod:`pyspark_streamtest.state`.
+
+Timestamps are read exactly and without PySpark's conversion: the read selects every
+TIMESTAMP as its microseconds since the epoch (``unix_micros``) before collecting, so a
+bound Python cannot hold (a window ending at 10000-01-01, which Spark computes for the
+last hour of 9999) and the first day of year 1 (which PySpark's local-time conversion
+cannot make) are read too. Window structs in keys, and a session store's session window,
+become :class:`~pyspark_streamtest.state.Window` values (exact microseconds); any other
+timestamp becomes an aware UTC datetime, or a
+:class:`~pyspark_streamtest.errors.TimeOutOfRangeError` naming it if no datetime can hold
+it. ``to_dataframe()`` rebuilds the rows read with Spark's own schema.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
-from pyspark.sql import SparkSession
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
 
-from .._spark.state import StoreMetadata, read_metadata, read_state, state_reader_options
-from ..core._values import row_decoder
+from .._spark.jvm import Jvm
+from .._spark.memory_stream import wrap_dataframe
+from .._spark.state import StoreMetadata, read_metadata, state_reader_options
+from ..core.time import utc_from_micros
 from ..errors import StateStoreError
 from .views import StateEntry, StateStoreView, Window, WindowStoreView
 
@@ -79,6 +94,114 @@ def _is_window(dtype: Any) -> bool:
     )
 
 
+# --- timestamps as exact microseconds ----------------------------------------------------
+def _has_timestamp(dtype: DataType) -> bool:
+    if isinstance(dtype, TimestampType):
+        return True
+    if isinstance(dtype, StructType):
+        return any(_has_timestamp(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return _has_timestamp(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return _has_timestamp(dtype.keyType) or _has_timestamp(dtype.valueType)
+    return False
+
+
+def _map_timestamps(
+    column: Column, dtype: DataType, leaf: Callable[[Column], Column], nullable: bool = True
+) -> Column:
+    """``column`` with ``leaf`` applied to every TIMESTAMP inside it (structs rebuilt,
+    arrays and maps transformed); parts without a timestamp are left as they are."""
+    if not _has_timestamp(dtype):
+        return column
+    if isinstance(dtype, TimestampType):
+        return leaf(column)
+    if isinstance(dtype, StructType):
+        rebuilt = F.struct(*[
+            _map_timestamps(column.getField(f.name), f.dataType, leaf, f.nullable).alias(f.name)
+            for f in dtype.fields
+        ])
+        return F.when(column.isNull(), F.lit(None)).otherwise(rebuilt) if nullable else rebuilt
+    if isinstance(dtype, ArrayType):
+        element = dtype.elementType
+        return F.transform(column, lambda x: _map_timestamps(x, element, leaf))
+    assert isinstance(dtype, MapType)
+    key_type, value_type = dtype.keyType, dtype.valueType
+    if _has_timestamp(key_type):
+        column = F.transform_keys(column, lambda k, _: _map_timestamps(k, key_type, leaf))
+    return F.transform_values(column, lambda _, v: _map_timestamps(v, value_type, leaf))
+
+
+def _exact_decoder(dtype: DataType, path: str, windows: bool) -> Callable[[Any], Any] | None:
+    """A function making one collected value (timestamps as microseconds) plain Python,
+    or None when it already is. With ``windows``, window structs become Windows.
+    ``path`` names the value in errors."""
+    if isinstance(dtype, TimestampType):
+        return lambda micros: utc_from_micros(micros, path)
+    if isinstance(dtype, StructType):
+        if windows and _is_window(dtype):
+            return lambda w: Window.from_micros(w[0], w[1])
+        plan = [(f.name, _exact_decoder(f.dataType, f"{path}.{f.name}", windows))
+                for f in dtype.fields]
+        return lambda row: {
+            name: (v if decode is None or v is None else decode(v))
+            for (name, decode), v in zip(plan, row, strict=True)
+        }
+    if isinstance(dtype, ArrayType):
+        inner = _exact_decoder(dtype.elementType, f"{path}[]", windows)
+        if inner is None:
+            return list
+        return lambda items: [None if x is None else inner(x) for x in items]
+    if isinstance(dtype, MapType):
+        key = _exact_decoder(dtype.keyType, f"{path} key", windows) or (lambda k: k)
+        val = _exact_decoder(dtype.valueType, f"{path}[]", windows) or (lambda v: v)
+        return lambda items: {key(k): (None if v is None else val(v)) for k, v in items.items()}
+    if isinstance(dtype, BinaryType):
+        return bytes
+    return None
+
+
+def _read_exact(
+    spark: SparkSession, checkpoint: str, options: dict[str, str], *, session: bool,
+    output: str,
+) -> tuple[StructType, list[dict[str, Any]], Callable[[], DataFrame]]:
+    """(Spark's schema of the store, its rows decoded, a function making the rows a
+    DataFrame with that schema). Timestamps are collected as microseconds."""
+    frame = spark.read.format("statestore").options(**options).load(checkpoint)
+    schema = frame.schema
+    exact = frame.select(*[
+        _map_timestamps(frame[f.name], f.dataType, F.unix_micros).alias(f.name)
+        for f in schema.fields
+    ])
+    exact_schema = exact.schema
+    raw = exact.collect()
+    plan = [
+        (f.name, _exact_decoder(f.dataType, f"the state of output {output!r}: {f.name}",
+                                windows=f.name == "key" or (session and f.name == "value")))
+        for f in schema.fields
+    ]
+    rows = [
+        {name: (v if decode is None or v is None else decode(v))
+         for (name, decode), v in zip(plan, row, strict=True)}
+        for row in raw
+    ]
+
+    def dataframe() -> DataFrame:
+        restored = spark.createDataFrame(raw, exact_schema).select(*[
+            _map_timestamps(F.col(f.name), f.dataType, F.timestamp_micros, f.nullable)
+            .alias(f.name)
+            for f in schema.fields
+        ])
+        if restored.schema != schema:  # a rebuilt struct's nullability: Spark's schema
+            jvm = Jvm(spark)
+            jdf = jvm.jspark.createDataFrame(
+                restored._jdf.rdd(), jvm.jspark.parseDataType(schema.json()))
+            restored = wrap_dataframe(jvm, jdf)
+        return restored.drop("partition_id")
+
+    return schema, rows, dataframe
+
+
 def read_view(
     spark: SparkSession,
     checkpoint: str,
@@ -95,10 +218,10 @@ def read_view(
     options = state_reader_options(batch_id, operator_id, store_name, join_side, state_var)
     if timers:
         options["readRegisteredTimers"] = "true"
-    schema, rows = read_state(spark, checkpoint, options)
+    schema, rows, dataframe = _read_exact(spark, checkpoint, options,
+                                          session=shape == "session", output=output)
     key_type = schema["key"].dataType
     value_type = schema["value"].dataType if "value" in schema.fieldNames() else None
-    decode = row_decoder(schema)
     assert isinstance(key_type, StructType)
     key_names = tuple(key_type.fieldNames())
     window_field = next((f.name for f in key_type.fields if _is_window(f.dataType)), None)
@@ -121,8 +244,7 @@ def read_view(
     kept_key = [n for n in key_names if n != window_field and
                 not (shape == "session" and n == "sessionStartTime")]
     entries: list[StateEntry] = []
-    for raw in rows:
-        row = decode(raw)
+    for row in rows:
         key_dict = row["key"] or {}
         if "value" in row:
             value = row["value"]
@@ -132,11 +254,9 @@ def read_view(
             value = {k: v for k, v in row.items() if k not in ("key", "partition_id")}
         window = None
         if shape == "window" and window_field is not None:
-            w = key_dict[window_field]
-            window = Window(w["start"], w["end"])
+            window = key_dict[window_field]
         if shape == "session" and session_value_window is not None and value is not None:
-            w = value[session_value_window]
-            window = Window(w["start"], w["end"])
+            window = value[session_value_window]
             value = {k: v for k, v in value.items()
                      if k != session_value_window and k not in key_dict}
         if shape in ("window", "session"):
@@ -163,5 +283,5 @@ def read_view(
         state_var=state_var,
         batch_id=batch_id,
         key_names=tuple(kept_key) if shape in ("window", "session") else key_names,
-        frame=lambda: spark.createDataFrame(rows, schema).drop("partition_id"),
+        frame=dataframe,
     )

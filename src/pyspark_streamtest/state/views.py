@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StateStoreError
+from ..core.time import aware_datetime, to_micros, utc_from_micros
+from ..errors import InvalidArgumentError, StateStoreError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,12 +24,64 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, init=False, repr=False)
 class Window:
-    """A time window ``[start, end)`` (aware UTC datetimes)."""
+    """A time window ``[start, end)``, kept exactly as Spark keeps it: ``start_us`` and
+    ``end_us`` are its bounds in microseconds since the epoch (Spark's timestamp unit),
+    and equality, order and hashing use them. ``start`` and ``end`` are the same bounds
+    as aware UTC datetimes.
 
-    start: datetime
-    end: datetime
+    Make one from aware datetimes, ``Window(start, end)``, or from microseconds,
+    ``Window.from_micros(start_us, end_us)``.
+
+    **Past year 9999.** Spark's timestamps end at 9999-12-31T23:59:59.999999Z, but the
+    windows it computes may end later: an event at 9999-12-31T23:59:59Z in a 1-hour
+    window is in ``[9999-12-31T23:00Z, 10000-01-01T00:00Z)``, and a session window ends
+    a gap after its last event. No Python datetime holds such a bound: the window keeps
+    it exactly in ``end_us`` (here ``253402300800000000``, which ``repr`` shows as
+    ``end_us=253402300800000000``), and reading ``end`` raises
+    :class:`~pyspark_streamtest.errors.TimeOutOfRangeError`. The same holds for a
+    ``start`` before 0001-01-01. Compare such a window with
+    ``Window.from_micros(...)``.
+    """
+
+    start_us: int
+    end_us: int
+
+    def __init__(self, start: datetime, end: datetime) -> None:
+        object.__setattr__(self, "start_us", to_micros(aware_datetime(start, "window start")))
+        object.__setattr__(self, "end_us", to_micros(aware_datetime(end, "window end")))
+
+    @classmethod
+    def from_micros(cls, start_us: int, end_us: int) -> Window:
+        """The window with these bounds, in microseconds since the epoch."""
+        window = cls.__new__(cls)
+        object.__setattr__(window, "start_us", int(start_us))
+        object.__setattr__(window, "end_us", int(end_us))
+        return window
+
+    @property
+    def start(self) -> datetime:
+        """The first instant of the window (aware UTC)."""
+        return utc_from_micros(self.start_us, "this window's start (see start_us)")
+
+    @property
+    def end(self) -> datetime:
+        """The instant after the window's last (aware UTC); past year 9999 this raises
+        :class:`~pyspark_streamtest.errors.TimeOutOfRangeError`: read ``end_us``."""
+        return utc_from_micros(self.end_us, "this window's end (see end_us)")
+
+    def __repr__(self) -> str:
+        """``Window(start=datetime(...), end=datetime(...))``; a bound no datetime holds
+        shows as its microseconds (``end_us=...``)."""
+        return f"Window({_bound('start', self.start_us)}, {_bound('end', self.end_us)})"
+
+
+def _bound(name: str, micros: int) -> str:
+    try:
+        return f"{name}={utc_from_micros(micros, name)!r}"
+    except ValueError:  # TimeOutOfRangeError
+        return f"{name}_us={micros}"
 
 
 @dataclass(frozen=True)
@@ -116,12 +169,13 @@ class StateStoreView:
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The value stored for ``key``, or ``default`` when there is none. Raises
-        ``ValueError`` if the key holds several entries (use :meth:`get_all`)."""
+        :class:`~pyspark_streamtest.errors.InvalidArgumentError` (a ``ValueError``) if
+        the key holds several entries (use :meth:`get_all`)."""
         found = self._by_key.get(self._normalize(key))
         if not found:
             return default
         if len(found) > 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"key {key!r} holds {len(found)} entries in this store (join buffers, list "
                 "or map state, or several windows); use get_all(key)"
             )
@@ -168,7 +222,8 @@ class StateStoreView:
         return [(e.key, e.value) for e in self._entries]
 
     def to_dict(self) -> dict[Any, Any]:
-        """``{key: value}``; raises ``ValueError`` if a key holds several entries."""
+        """``{key: value}``; raises :class:`~pyspark_streamtest.errors.InvalidArgumentError`
+        (a ``ValueError``) if a key holds several entries."""
         return {found[0].key: self.get(found[0].key) for found in self._by_key.values()}
 
     def __len__(self) -> int:
@@ -211,11 +266,13 @@ class WindowStoreView(StateStoreView):
         time_to]`` (inclusive, None = open), ordered by window, as Kafka's
         ``WindowStore.fetch(key, timeFrom, timeTo)``."""
         found = self._by_key.get(self._normalize(key), [])
+        low = None if time_from is None else to_micros(aware_datetime(time_from, "time_from"))
+        high = None if time_to is None else to_micros(aware_datetime(time_to, "time_to"))
         return [
             (e.window, e.value) for e in found
             if e.window is not None
-            and (time_from is None or e.window.start >= time_from)
-            and (time_to is None or e.window.start <= time_to)
+            and (low is None or e.window.start_us >= low)
+            and (high is None or e.window.start_us <= high)
         ]
 
     def windows(self) -> list[Window]:
@@ -224,12 +281,15 @@ class WindowStoreView(StateStoreView):
 
 
 def _hashable(value: Any) -> Any:
-    """A key as a dict key: lists and tuples as tuples, a window struct as a
-    :class:`Window`, another struct as its ``(name, value)`` pairs, sorted by name."""
+    """A key as a dict key: lists and tuples as tuples, a window struct (aware ``start``
+    and ``end``) as a :class:`Window`, another struct as its ``(name, value)`` pairs,
+    sorted by name."""
     if isinstance(value, (list, tuple)):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, Mapping):
-        if set(value) == {"start", "end"}:
+        if set(value) == {"start", "end"} and all(
+            isinstance(v, datetime) and v.utcoffset() is not None for v in value.values()
+        ):
             return Window(value["start"], value["end"])
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
     return value
