@@ -81,6 +81,10 @@ CASES = [
     ("empty-topic-name", lambda d: d.create_input_topic(""), "UnknownTopicError", "''"),
     ("serializer-on-plain-input", lambda d: d.create_input_topic(
         "typed", value_serializer="json"), "StreamTestError", "serializer"),
+    ("unknown-serializer", lambda d: d.create_input_topic("events", value_serializer="x"),
+     "InvalidArgumentError", "serializer"),
+    ("unknown-deserializer", lambda d: d.create_output_topic("out", value_deserializer="x"),
+     "InvalidArgumentError", "deserializer"),
     ("naive-record-timestamp", lambda d: d.create_input_topic("clicks").pipe_input(
         {"user": "a"}, timestamp=NAIVE), "NaiveDatetimeError", "time zone"),
     ("naive-start-timestamp", lambda d: d.create_input_topic(
@@ -119,6 +123,8 @@ CASES = [
      "TimeWentBackwardsError", "only moves forward"),
     ("clock-sub-millisecond", lambda d: d.advance_wall_clock(timedelta(microseconds=1)),
      "InvalidDurationError", "millisecond"),
+    ("clock-not-a-duration", lambda d: d.advance_wall_clock(5), "InvalidArgumentTypeError",
+     "delta"),
     ("clock-past-9999", lambda d: d.advance_wall_clock(timedelta(days=365 * 8000)),
      "TimeOutOfRangeError", "9999"),
     ("clock-timedelta-max", lambda d: d.advance_wall_clock(timedelta.max),
