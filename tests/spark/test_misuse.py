@@ -92,6 +92,17 @@ CASES = [
     ("negative-auto-advance", lambda d: d.create_input_topic(
         "clicks", start_timestamp=T0, auto_advance=timedelta(seconds=-1)),
      "StreamTestError", "auto_advance"),
+    ("record-time-past-9999", lambda d: d.create_input_topic(
+        "clicks", start_timestamp=T0).advance_time(timedelta(days=365 * 8000)),
+     "TimeOutOfRangeError", "9999"),
+    ("auto-advance-past-9999", lambda d: d.create_input_topic(
+        "clicks", start_timestamp=datetime(9999, 12, 31, 23, 59, tzinfo=timezone.utc),
+        auto_advance=timedelta(days=1)).pipe_value_list([{"user": "a"}, {"user": "b"}]),
+     "TimeOutOfRangeError", "9999"),
+    ("header-value-surrogate", lambda d: d.create_input_topic("events").pipe_input(
+        "v", headers=[("h", "a\ud800")]), "SchemaMismatchError", "surrogate"),
+    ("header-key-surrogate", lambda d: d.create_input_topic("events").pipe_input(
+        "v", headers=[("k\ud800", b"x")]), "SchemaMismatchError", "surrogate"),
     ("negative-partition", lambda d: d.create_input_topic("events").pipe_input(
         "v", partition=-1), "StreamTestError", "partition"),
     ("partition-out-of-range", lambda d: d.create_input_topic("events").pipe_input(

@@ -13,7 +13,7 @@ from typing import Any, overload
 
 from ..core._values import to_json_line
 from ..core.records import TestRecord
-from ..core.time import duration_ms, require_aware
+from ..core.time import check_in_range, duration_ms, from_ms, require_aware, to_ms
 from ..errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -118,7 +118,7 @@ class TestInputTopic:
         """Move this handle's record time forward by ``delta`` (not processing time, not
         the watermark)."""
         self._link.check_open()
-        self._time = self._time + timedelta(milliseconds=duration_ms(delta, "delta"))
+        self._time = _later(self._time, delta, "this topic's record time")
 
     @overload
     def pipe_input(
@@ -334,7 +334,7 @@ class TestInputTopic:
         elif timestamp is not None:
             event_time = require_aware(timestamp, "timestamp")
         else:
-            event_time, clock = clock, clock + self._advance
+            event_time, clock = clock, _later(clock, self._advance, "the next record time")
         record = SerializedRecord(
             key=key, value=value, key_bytes=key_bytes, value_bytes=value_bytes,
             timestamp=event_time, headers=normalize_headers(headers), partition=partition,
@@ -377,7 +377,7 @@ class TestInputTopic:
                 if given is None:
                     if timestamp is None:
                         event_time = clock
-                        clock = clock + self._advance
+                        clock = _later(clock, self._advance, "the next record time")
                     else:
                         event_time = require_aware(timestamp, "timestamp")
                     mapping = {**mapping, column: event_time}
@@ -396,3 +396,9 @@ class TestInputTopic:
 
     def __repr__(self) -> str:
         return f"<TestInputTopic {self._spec.name!r} at {self._time.isoformat()}>"
+
+
+def _later(time: datetime, delta: timedelta, what: str) -> datetime:
+    """``time + delta``, or :class:`~pyspark_streamtest.errors.TimeOutOfRangeError` when
+    that is past 9999 (before anything is piped)."""
+    return from_ms(check_in_range(to_ms(time) + duration_ms(delta, "delta"), what))

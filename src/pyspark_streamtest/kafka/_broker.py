@@ -18,7 +18,7 @@ from pyspark.sql.types import TimestampType
 
 from ..core._values import encoder_for
 from ..core.records import TestRecord
-from ..errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError, SchemaMismatchError
 from .serdes import default_partition
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -91,8 +91,9 @@ def normalize_headers(headers: object) -> Headers:
             raise InvalidArgumentTypeError(
                 f"header keys must be str, got {type(key).__name__} {key!r}"
             )
+        _check_utf8(key, f"header key {key!r}")
         if isinstance(value, str):
-            value = value.encode("utf-8")
+            value = _check_utf8(value, f"header {key!r}")
         elif isinstance(value, (bytes, bytearray, memoryview)):
             value = bytes(value)
         elif value is not None:
@@ -190,3 +191,15 @@ def kafka_output_records(
             offset=log.append(int(partition)),
         ))
     return tuple(out)
+
+
+def _check_utf8(text: str, where: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (which Kafka could not send and Spark would
+    store as '?') is :class:`~pyspark_streamtest.errors.SchemaMismatchError`."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SchemaMismatchError(
+            f"{where} holds a lone surrogate ({text!r}), which UTF-8 cannot encode; pass "
+            "valid text, or bytes"
+        ) from None
