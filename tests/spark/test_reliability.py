@@ -8,6 +8,8 @@ import gc
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 
@@ -227,3 +229,27 @@ def test_the_plugin_fails_a_test_that_leaves_a_driver_open_and_the_next_test_run
         "*DriverLeftOpenError: test test_leaky.py::test_leaks left 1 TopologyTestDriver(s) "
         "open: <TopologyTestDriver outputs=?'counts'?*The plugin closed them*",
     ])
+
+
+def test_a_driver_left_open_at_interpreter_exit_leaves_no_checkpoint(tmp_path):
+    """A script that forgets close(): its checkpoint folder is gone once Python exits."""
+    script = tmp_path / "forgets_close.py"
+    script.write_text(
+        "import sys\n"
+        "from pyspark_streamtest import TopologyTestDriver, test_spark_session\n"
+        "def counts(t):\n"
+        "    clicks = t.input('x', schema='v STRING')\n"
+        "    t.output('c', clicks.groupBy('v').count(), output_mode='update')\n"
+        "driver = TopologyTestDriver(counts, spark=test_spark_session(),\n"
+        "                            checkpoint_root=sys.argv[1])\n"
+        "driver.create_input_topic('x').pipe_input(('a',))\n"
+        "driver.process_all_available()\n"
+        "print(len(driver.batches))\n"
+    )
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    done = subprocess.run([sys.executable, str(script), str(root)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "1"
+    assert list(root.iterdir()) == []

@@ -71,7 +71,6 @@ class Lifecycle:
         """True once :meth:`close` ran (or a failure closed the driver)."""
         return self._closed
 
-
     @property
     def is_running(self) -> bool:
         """True while the queries run: from creation until :meth:`stop`, and again after
@@ -143,7 +142,6 @@ class Lifecycle:
         self._queries.check_checkpoints()  # before stopping anything
         self.stop()
         return self.start()
-
 
     @contextlib.contextmanager
     def _spark_calls(self) -> Iterator[None]:
@@ -223,7 +221,11 @@ def _release_collected(queries: Queries, freezes: list[_PythonClockFreeze]) -> N
     it in the middle of a Py4J call of this very thread, so calling Spark from here
     could garble that call: the release runs on a thread of its own (with its own
     connection). :func:`await_released` waits for it; the pytest plugin does after
-    every test, and so does the interpreter's exit."""
+    every test, and so does the interpreter's exit. At exit (finalizers run from
+    ``atexit``, outside any call) it runs at once."""
+    if getattr(weakref.finalize, "_shutdown", False):  # the interpreter is exiting
+        _release(queries, freezes)
+        return
     thread = threading.Thread(
         target=_release, args=(queries, freezes), name="pyspark-streamtest-release",
         daemon=True,
