@@ -58,6 +58,21 @@ def forget_proxies(gateway: Any, *objects: object) -> None:
         _forgotten.update(ids)
 
 
+def reset_thread_connection(gateway: Any) -> None:
+    """Close this thread's Py4J connection to the JVM, so its next call opens a fresh one.
+
+    An interrupt (``KeyboardInterrupt``) that lands while this thread waits for the
+    JVM's answer leaves that answer unread on the connection: the next call would read
+    it as its own. Py4J opens a new connection for a thread whose connection is closed.
+    """
+    client = getattr(gateway, "_gateway_client", None)
+    get = getattr(client, "get_thread_connection", None)
+    connection = get() if get is not None else None
+    if connection is not None:
+        with contextlib.suppress(Exception):
+            connection.close(True)
+
+
 class CallbackConnections:
     """The Python ends of the callback connections one stream thread used."""
 

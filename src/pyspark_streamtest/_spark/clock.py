@@ -14,9 +14,28 @@ The query's stream thread calls it through the Py4J callback server.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT back during a call into the JVM (Unix, main thread): Ctrl-C in the
+    middle of a Py4J call would leave the JVM's answer unread on the connection, and the
+    next call would read it. The interrupt arrives as soon as the call returns."""
+    if not hasattr(signal, "pthread_sigmask") or (
+        threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class ClockWaitTimeoutError(Exception):
@@ -124,7 +143,8 @@ class ManualClock:
                 if not self._cv.wait(min(self._LIVENESS_CHECK_S, remaining)):
                     self._cv.release()
                     try:
-                        active = is_active()
+                        with _interrupts_deferred():
+                            active = is_active()
                     finally:
                         self._cv.acquire()
                     if not active and not (

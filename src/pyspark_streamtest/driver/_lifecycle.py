@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
+from .._spark.callbacks import reset_thread_connection
 from .._spark.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
@@ -193,6 +194,8 @@ class Lifecycle:
                 "saying so"
             )
         self._closed_because = (type(error), str(error))
+        if not isinstance(error, Exception):  # an interrupt, perhaps mid-call into Py4J
+            reset_thread_connection(self._spark.sparkContext._gateway)
         with contextlib.suppress(BaseException):
             self._shutdown()
         return error
