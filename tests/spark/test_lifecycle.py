@@ -73,6 +73,54 @@ def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(
         assert _checkpoint_manager(driver) == manager
 
 
+def _provider_ids(spark, runner, jquery) -> list:
+    """The ids of the state store providers of each state partition of the run
+    ``jquery`` (checkpoint state folder, operator, partition, store name, run id)."""
+    from pyspark_streamtest._spark.jvm import Jvm
+
+    state = Jvm(spark).jvm.org.apache.spark.sql.execution.streaming.state
+    path = spark._jvm.org.apache.hadoop.fs.Path
+    root = path(path(jquery.streamingQuery().resolvedCheckpointRoot()), "state").toString()
+    operators = os.path.join(runner.checkpoint, "state", "0")
+    return [
+        state.StateStoreProviderId(
+            state.StateStoreId(root, 0, int(partition), "default"), jquery.runId())
+        for partition in sorted(os.listdir(operators)) if partition.isdigit()
+    ]
+
+
+def _loaded(spark, ids: list) -> list[bool]:
+    """Whether this JVM holds each of these state store providers."""
+    from pyspark_streamtest._spark.jvm import Jvm
+
+    store = Jvm(spark).scala_object("org.apache.spark.sql.execution.streaming.state.StateStore")
+    return [bool(store.isLoaded(provider_id)) for provider_id in ids]
+
+
+def test_a_stopped_runs_state_store_providers_are_unloaded_at_once(spark):
+    """Spark's executors keep a stopped run's state store providers (their memory and, on
+    4.1+, their checksum writer threads) until state store maintenance, which the test
+    session runs only every 600 s; the driver unloads them as soon as the run stops.
+    A restarted run loads its own from the checkpoint and counts on."""
+    with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
+        clicks = driver.create_input_topic("clicks")
+        clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
+        driver.process_all_available()
+        (runner,) = driver._queries.runners
+        first_run = _provider_ids(spark, runner, runner._jquery)
+        assert _loaded(spark, first_run) == [True]
+        driver.restart()
+        assert _loaded(spark, first_run) == [False]
+        clicks.pipe_input({"user": "a", "url": "/x"}, timestamp=at(2))
+        clicks.pipe_input({"user": "b", "url": "/"}, timestamp=at(30))  # closes [0s, 10s)
+        driver.process_all_available()
+        second_run = _provider_ids(spark, runner, runner._jquery)
+        assert _loaded(spark, second_run) == [True]
+        counts = driver.create_output_topic("counts").read_values_to_list()
+        assert [(v["user"], v["count"]) for v in counts] == [("a", 2)]
+    assert _loaded(spark, second_run) == [False]
+
+
 def test_two_drivers_of_one_topology_run_side_by_side(spark):
     """Spark refuses two active queries with the same name in one session; the driver
     names its queries uniquely, so two drivers of one topology can be open together."""
@@ -97,11 +145,6 @@ LIFECYCLES = int(os.environ.get("STREAMTEST_LIFECYCLES", "200"))
 # Spark's own thread pools that grow with use up to a cap (not ours to close).
 _BOUNDED_JVM_POOLS = {"block-manager-storage-async-thread-pool-": 100,
                       "block-manager-ask-thread-pool-": 100}
-# Not yet closed (issue 20, open): on Spark 4.1 the state store providers of stopped
-# queries keep their ChecksumCheckpointFileManager threads (about 2.4 per lifecycle here)
-# until Spark's state store maintenance unloads them, which the driver's session delays
-# to 600 s. Counted apart, so the rest of the suite still guards everything else.
-_NOT_YET_RELEASED = ("ChecksumCheckpointFileManager-Thread-",)
 
 
 def _raises_on_poison(value):  # no type hints: PySpark would read them as a pandas UDF
@@ -189,7 +232,7 @@ def _leftovers(spark, root) -> dict[str, int]:
         "python threads": threading.active_count(),
         "open file descriptors": len(os.listdir("/proc/self/fd")),
         "JVM threads outside Spark's capped pools": sum(
-            not any(n.startswith(p) for p in (*_BOUNDED_JVM_POOLS, *_NOT_YET_RELEASED))
+            not any(n.startswith(p) for p in _BOUNDED_JVM_POOLS)
             for n in names),
         "active queries": len(spark.streams.active),
         "checkpoint folders": len(list(root.iterdir())),

@@ -9,7 +9,6 @@ checkpoint's files in a batch job of their own: the running query is not touched
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
@@ -52,13 +51,6 @@ def state_reader_options(
     if state_var is not None:
         options["stateVarName"] = state_var
     return options
-
-
-def read_state(
-    spark: SparkSession, checkpoint: str, options: dict[str, str]
-) -> tuple[StructType, list[Any]]:
-    frame = spark.read.format("statestore").options(**options).load(checkpoint)
-    return frame.schema, frame.collect()
 
 
 def read_state_schema(spark: SparkSession, checkpoint: str, options: dict[str, str]) -> StructType:

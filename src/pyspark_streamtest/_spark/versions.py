@@ -30,6 +30,7 @@ _FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",  # 3.5, 4.0
 )
 _STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
+_STATE_STORE_OBJECT = "org.apache.spark.sql.execution.streaming.state.StateStore$"
 _WATERMARK_TRACKER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.WatermarkTracker",  # 3.5, 4.0
@@ -58,6 +59,10 @@ class Capabilities:
     """``GroupedData.transformWithStateInPandas`` (PySpark 4.0+)."""
     transform_with_state: bool
     """Row-based ``GroupedData.transformWithState`` (PySpark 4.1+)."""
+    state_store_unload: tuple[str, int]
+    """How ``object StateStore`` unloads one provider: ``("unload", 1)`` (3.5, 4.0),
+    ``("removeFromLoadedProvidersAndClose", 2)`` (4.1, 4.2: id and an optional
+    provider), ``("removeFromLoadedProvidersAndClose", 1)`` (4.3)."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -111,6 +116,17 @@ def _detect(jvm: Jvm) -> Capabilities:
             f"({[len(p) for p in start_query]} parameters); supported: PySpark 3.5 to 4.3"
         )
     tracker = _first_existing(jvm, _WATERMARK_TRACKER_CLASSES, "WatermarkTracker")
+    store = jvm.class_for_name(_STATE_STORE_OBJECT)
+    unload = next(
+        ((name, len(params[0])) for name in ("unload", "removeFromLoadedProvidersAndClose")
+         if (params := jvm.method_param_types(store, name))),
+        None,
+    )
+    if unload is None:
+        raise UnsupportedSparkVersionError(
+            f"this Spark ({jvm.spark.version}) has no StateStore.unload or "
+            "removeFromLoadedProvidersAndClose; supported: PySpark 3.5 to 4.3"
+        )
     tracker_applies = jvm.method_param_types(jvm.class_for_name(tracker + "$"), "apply")
     return Capabilities(
         spark_version=str(jvm.spark.version),
@@ -125,4 +141,5 @@ def _detect(jvm: Jvm) -> Capabilities:
         state_data_source=jvm.class_exists(_STATE_DATA_SOURCE_CLASS),
         transform_with_state_in_pandas=hasattr(GroupedData, "transformWithStateInPandas"),
         transform_with_state=hasattr(GroupedData, "transformWithState"),
+        state_store_unload=unload,
     )

@@ -142,13 +142,9 @@ class Queries:
             except BaseException as error:  # keep stopping the others
                 errors.append(error)
         if self._folder is not None:
-            # Spark 4.1+ writes some checkpoint files from background threads (async log
-            # purge, checksum writers) that a stopped query does not join: a file they
-            # create while the tree is deleted keeps its folder. Bounded: three passes.
-            for _ in range(3):
-                shutil.rmtree(self._folder, ignore_errors=True)
-                if not os.path.exists(self._folder):
-                    break
+            # Nothing writes into it any more: each stopped query's tasks have ended and
+            # its state store providers are closed (which joins their checksum writers).
+            shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
         if errors:
             raise errors[0]

@@ -19,6 +19,7 @@ from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.plan import LateRule
+from .._spark.providers import unload_providers
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from .._spark.sink import CollectingSink
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
@@ -129,6 +130,7 @@ class QueryRunner:
             return
         jquery, self._jquery = self._jquery, None
         stop_query(jquery, self.clock, self._callbacks)
+        unload_providers(self._jvm, jquery, self.checkpoint)
         # The stream thread has ended: nothing in the JVM calls the clock or sink again.
         forget_proxies(self._jvm.gateway, self.clock, self._sink)
 
