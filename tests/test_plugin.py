@@ -28,3 +28,30 @@ def test_bad_spark_conf_is_a_usage_error(pytester):
     result = pytester.runpytest("--spark-conf", "no-equals-sign")
     result.stdout.fnmatch_lines(["*--spark-conf expects KEY=VALUE, got 'no-equals-sign'*"])
     assert result.ret != 0
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+def test_under_xdist_each_worker_gets_a_task_thread_per_core_it_has(pytester):
+    """Two workers on two cores: ``local[1]`` each, not four task threads on two cores."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("-p", "xdist", "-n", "2")
+    per_worker = min(2, max(1, _cores() // 2))
+    result.stdout.fnmatch_lines([f"*spark master local?{per_worker}? per xdist worker"])
+    result.assert_outcomes(passed=1)
+
+
+def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester, monkeypatch):
+    from pyspark_streamtest.plugin import _spark_master, _xdist_workers
+
+    config = pytester.parseconfig()
+    assert _xdist_workers(config) == 1
+    assert _spark_master(config, 1) == f"local[{min(2, _cores())}]"
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(2 * _cores()))
+    assert _xdist_workers(pytester.parseconfig()) == 2 * _cores()
+    assert _spark_master(config, 2 * _cores()) == "local[1]"
+    assert _spark_master(pytester.parseconfig("--spark-master=local[3]"), 4) == "local[3]"

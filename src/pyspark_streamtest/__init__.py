@@ -40,11 +40,14 @@ from .errors import (
     UnknownTopicError,
     UnsupportedSchemaError,
     UnsupportedSparkVersionError,
+    hide_our_frames,
 )
 from .gates.scenario import ScenarioError, load_scenario, run_scenario
 from .reporting.golden import GoldenMismatchError, assert_matches_golden
 from .reporting.picture import timeline_svg, write_timeline_picture
 from .reporting.timeline import format_timeline
+
+__tracebackhide__ = hide_our_frames
 
 __version__ = "0.1.0"
 

@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession  # noqa: F401 (named in a string below)
 

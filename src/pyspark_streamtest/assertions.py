@@ -8,6 +8,9 @@ from .core.equality import (
 from .core.equality import (
     assert_values_equal as assert_values_equal,
 )
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "OutputMismatchError",

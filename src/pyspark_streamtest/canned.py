@@ -2,6 +2,7 @@
 
 Import from :mod:`pyspark_streamtest` (the package face) in new code."""
 
+from .errors import hide_our_frames
 from .gates.canned import (
     CannedRecord as CannedRecord,
 )
@@ -35,6 +36,8 @@ from .gates.canned import (
 from .gates.canned import (
     sensor_minute_averages as sensor_minute_averages,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "CannedRecord",

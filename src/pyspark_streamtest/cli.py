@@ -2,9 +2,12 @@
 
 Import from :mod:`pyspark_streamtest` (the package face) in new code."""
 
+from .errors import hide_our_frames
 from .gates.cli import (
     main as main,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "main",

@@ -47,6 +47,23 @@ class StreamTestError(Exception):
     """Base class of every error raised by pyspark-streamtest."""
 
 
+def hide_our_frames(excinfo: Any) -> bool:
+    """pytest's ``__tracebackhide__`` for every module of the package.
+
+    pytest asks it about each frame of the package in a failing test's traceback. A
+    failure the package reports (a :class:`StreamTestError` or an ``AssertionError``,
+    whose message says what went wrong, with the batch and records involved) shows the
+    user's frames only; any other exception (a bug of ours or of a library under us)
+    shows every frame. ``pytest --fulltrace`` shows every frame always.
+    """
+    if excinfo is None:
+        return False
+    return bool(excinfo.errisinstance((StreamTestError, AssertionError)))
+
+
+__tracebackhide__ = hide_our_frames
+
+
 class InvalidArgumentError(StreamTestError, ValueError):
     """An argument with a value the call cannot use (the message names the argument and
     what it accepts)."""
@@ -176,10 +193,31 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
         self.records = records
         read = _describe_records(records)
         super().__init__(
-            f"the query of output {output!r} failed in batch {batch_id}{read}; the driver's "
-            f"queries are stopped (restart() retries batch {batch_id} from the checkpoint, "
-            f"as Spark does). Spark's error:\n{cause}"
+            f"the query of output {output!r} failed in batch {batch_id}{read}\n"
+            f"{_shown_records(records)}"
+            f"the driver's queries are stopped: restart() retries batch {batch_id} from the "
+            f"checkpoint, as Spark does.\nSpark's error:\n{cause}"
         )
+
+
+_SHOWN_RECORDS = 3
+_SHOWN_WIDTH = 100
+
+
+def _shown_records(records: tuple[Any, ...]) -> str:
+    """The first few records the failed batch read (key and value), a line each."""
+    lines = []
+    for record in records[:_SHOWN_RECORDS]:
+        where = f"{record.topic}"
+        if record.offset is not None:
+            where += f" p{record.partition}@{record.offset}"
+        text = repr(record.value) if record.key is None else f"{record.key!r}: {record.value!r}"
+        if len(text) > _SHOWN_WIDTH:
+            text = text[: _SHOWN_WIDTH - 3] + "..."
+        lines.append(f"  {where}  {text}\n")
+    if len(records) > _SHOWN_RECORDS:
+        lines.append(f"  ... {len(records) - _SHOWN_RECORDS} more (error.records has them all)\n")
+    return "".join(lines)
 
 
 def _describe_records(records: tuple[Any, ...]) -> str:

@@ -17,6 +17,9 @@ from .core.features import (
 from .core.features import (
     supported_features as supported_features,
 )
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "Feature",

@@ -2,6 +2,7 @@
 
 Import from :mod:`pyspark_streamtest` (the package face) in new code."""
 
+from .errors import hide_our_frames
 from .reporting.golden import (
     GoldenMismatchError as GoldenMismatchError,
 )
@@ -14,6 +15,8 @@ from .reporting.golden import (
 from .reporting.golden import (
     format_golden_timeline as format_golden_timeline,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "GoldenMismatchError",

@@ -5,7 +5,8 @@ Fixtures:
 ``spark``
     A session-scoped, test-tuned local SparkSession (see
     :func:`pyspark_streamtest.test_spark_session`), created on first use. Options:
-    ``--spark-master`` (default ``local[2]``) and ``--spark-conf KEY=VALUE`` (repeatable).
+    ``--spark-master`` (default ``local[2]``), ``--spark-conf KEY=VALUE`` (repeatable)
+    and ``--streamtest-jvm-logs`` (the JVM's warnings and stack traces, for debugging).
     A ``spark`` fixture of your own (in a conftest) takes precedence.
 
 ``topology_driver``
@@ -76,6 +77,9 @@ from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
 from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
 from .core._files import safe_file_name
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,8 +95,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pyspark-streamtest", "pyspark-streamtest (Spark streaming tests)")
     group.addoption(
         "--spark-master",
-        default="local[2]",
-        help="Spark master of the session-scoped 'spark' fixture (default: local[2]).",
+        default=None,
+        help="Spark master of the session-scoped 'spark' fixture (default: local[2]; under "
+        "pytest-xdist local[N] with N = CPU cores per worker, 1 to 2).",
     )
     group.addoption(
         "--spark-conf",
@@ -114,6 +119,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="Write an SVG timeline picture per driver of each failing test to DIR; the "
         "JUnit XML report carries its path as the property 'streamtest_timeline'.",
+    )
+    group.addoption(
+        "--streamtest-jvm-logs",
+        action="store_true",
+        default=False,
+        help="Let the 'spark' fixture's JVM log warnings and errors with their stack "
+        "traces (default: errors only, one line each, none for failures a driver reports).",
     )
     group.addoption(
         "--streamtest-update-golden",
@@ -168,8 +180,29 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [
         f"pyspark-streamtest {version('pyspark-streamtest')}: PySpark {pyspark_version}, "
         f"Java {_java_version()}, Python {sys.version.split()[0]}, "
-        f"spark master {config.getoption('--spark-master')}"
+        f"spark master {_spark_master(config, _xdist_workers(config))}"
+        + (" per xdist worker" if _xdist_workers(config) > 1 else "")
     ]
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers run the tests (1 without xdist): in a worker from
+    its environment, in the controller from ``-n``."""
+    if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+        return max(1, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if isinstance(workers, int) and workers > 1 else 1
+
+
+def _spark_master(config: pytest.Config, workers: int) -> str:
+    """``--spark-master`` if given; else ``local[2]``, or under xdist one task thread per
+    CPU core each worker has (at least 1, at most 2): two workers on two cores each
+    get ``local[1]`` rather than four task threads fighting over two cores."""
+    given = config.getoption("--spark-master")
+    if given:
+        return str(given)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"local[{min(2, max(1, (cores or 1) // workers))}]"
 
 
 def _java_version() -> str:
@@ -211,8 +244,9 @@ def _shared_session(config: pytest.Config) -> SparkSession:
         # context is per process.
         existed = SparkContext._active_spark_context is not None
         session = test_spark_session(
-            master=config.getoption("--spark-master"),
+            master=_spark_master(config, _xdist_workers(config)),
             conf=_parse_conf(config.getoption("--spark-conf")),
+            jvm_logs=config.getoption("--streamtest-jvm-logs"),
         )
         config.stash[_SESSION] = session
         if not existed:  # a session someone else made is theirs to stop

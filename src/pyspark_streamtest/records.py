@@ -17,6 +17,9 @@ from .core.records import (
 from .core.records import (
     TestRecord as TestRecord,
 )
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
 ]

@@ -4,6 +4,7 @@
 
 Import from :mod:`pyspark_streamtest` (the package face) in new code."""
 
+from .errors import hide_our_frames
 from .gates.scenario import (
     ScenarioResult as ScenarioResult,
 )
@@ -43,6 +44,8 @@ from .gates.scenario_file import (
 from .gates.scenario_file import (
     parse_duration as parse_duration,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "Scenario",

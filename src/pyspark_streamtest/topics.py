@@ -10,6 +10,9 @@ from .driver.input_topic import (
 from .driver.output_topic import (
     TestOutputTopic as TestOutputTopic,
 )
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "TestInputTopic",

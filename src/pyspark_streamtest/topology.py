@@ -14,6 +14,9 @@ from .driver.topology import (
 from .driver.topology import (
     build_topology as build_topology,
 )
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "OutputMode",

@@ -110,3 +110,17 @@ def test_the_console_script_points_at_the_cli():
     assert script.value == "pyspark_streamtest.gates.cli:main"
     assert plugin.value == "pyspark_streamtest.plugin"
     assert os.path.basename(importlib.import_module(plugin.value).__file__ or "") == "plugin.py"
+
+
+def test_every_module_hides_its_frames_from_failures_it_reports():
+    """pytest leaves a module's frames out of a traceback when the module's globals say
+    so: every module of the package does, through one function (see ``errors.hide_our_frames``)."""
+    from pyspark_streamtest.errors import hide_our_frames
+
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(["pyspark_streamtest", *parts]).removesuffix(".__init__")
+        if getattr(importlib.import_module(name), "__tracebackhide__", None) is not hide_our_frames:
+            missing.append(name)
+    assert missing == []

@@ -83,3 +83,25 @@ def test_instant_strings_compare_as_instants(actual, expected):
 def test_different_instants_and_zoneless_text_differ(actual, expected):
     with pytest.raises(OutputMismatchError):
         assert_values_equal([actual], [expected])
+
+
+def test_wide_values_are_shown_a_field_per_line_and_wrapped():
+    """No line of the report is wider than 100 characters: values too wide for the
+    side-by-side table are compared field by field, long texts wrapped."""
+    long_x, long_y = "/" + "x" * 150, "/" + "y" * 150
+    with pytest.raises(OutputMismatchError) as caught:
+        assert_values_equal(
+            [{"user": "a", "url": long_x}, {"user": "b", "url": "/"}, {"n": 1}],
+            [{"user": "a", "url": long_y}, {"user": "b", "url": "/"}],
+            title="output 'counts'", batch_ids=[0, 0, 1])
+    lines = str(caught.value).splitlines()
+    assert max(map(len, lines)) <= 100
+    assert lines[0] == ("output 'counts': 2 values expected, 3 read; 2 differ "
+                        "(wide values: a field per line)")
+    assert lines[1].startswith('  *   0  (batch 0)    url: "/yyy') and lines[1].endswith("...")
+    assert lines[3].startswith('        * url    "/yyyy') and lines[3].endswith('"/' + "x" * 36)
+    assert "".join(line[17:55] for line in lines[3:8]).replace(" ", "") == f'"{long_y}"'
+    assert lines[8] == '          user   "a"                                     "a"'
+    assert lines[9] == '      1  (batch 0)  {"url":"/","user":"b"}'
+    assert lines[10] == "  *   2  (batch 1)  (not expected)"
+    assert lines[12].split() == ["*", "n", "-", "1"]

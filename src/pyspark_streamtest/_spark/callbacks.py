@@ -16,6 +16,10 @@ import socket
 import threading
 from typing import Any
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _JOIN_TIMEOUT_S = 5.0
 """How long closing waits for a connection's Python thread to end (it ends at once)."""
 
@@ -41,6 +45,28 @@ class _ForgottenProxyFilter(logging.Filter):
 
 
 logging.getLogger("py4j.java_gateway").addFilter(_ForgottenProxyFilter())
+
+_REPORTED = "_streamtest_reported"
+
+
+def mark_reported(error: BaseException) -> None:
+    """Note that the driver reports ``error`` (raised in one of our callbacks) itself, as
+    a typed error: Py4J's log record of it, with the same traceback, is dropped."""
+    with contextlib.suppress(AttributeError, TypeError):  # no attributes: logged
+        setattr(error, _REPORTED, True)
+
+
+class _ReportedErrorFilter(logging.Filter):
+    """Py4J logs, with its traceback, every exception a Python callback raises to the
+    JVM; for the ones the driver reports itself that would say it all twice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not getattr(error, _REPORTED, False)
+
+
+for _logger in ("py4j.java_gateway", "py4j.clientserver"):
+    logging.getLogger(_logger).addFilter(_ReportedErrorFilter())
 
 
 def forget_proxies(gateway: Any, *objects: object) -> None:

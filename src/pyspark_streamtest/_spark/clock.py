@@ -20,6 +20,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:

@@ -7,6 +7,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 JavaObject = Any  # a py4j JavaObject / JavaMember: untyped by nature
 
 

@@ -8,6 +8,10 @@ from typing import Any
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import SparkSession
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _EXIT_WAIT_S = 2.0
 """How long a lost connection may take to show as an exited JVM process."""
 

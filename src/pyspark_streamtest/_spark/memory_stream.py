@@ -14,8 +14,11 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
+from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm
 from .versions import capabilities
+
+__tracebackhide__ = hide_our_frames
 
 
 def _classic_dataframe_class() -> Any:

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
+from ..errors import hide_our_frames
 from .jvm import JavaObject
+
+__tracebackhide__ = hide_our_frames
 
 # Analyzed-plan node names of stateful operators (prefixes: Deduplicate covers
 # DeduplicateWithinWatermark, TransformWithState the Pandas/PySpark variants).

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import os
 
+from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm
 from .versions import capabilities
+
+__tracebackhide__ = hide_our_frames
 
 _STATE_STORE = "org.apache.spark.sql.execution.streaming.state.StateStore"
 _DEFAULT_STORE = "default"

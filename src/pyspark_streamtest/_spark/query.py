@@ -10,10 +10,13 @@ from typing import Any
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame
 
+from ..errors import hide_our_frames
 from .callbacks import CallbackConnections
 from .clock import ManualClock
 from .jvm import JavaObject, Jvm, java_error_text
 from .versions import capabilities
+
+__tracebackhide__ = hide_our_frames
 
 _OUTPUT_MODES = {"append": "Append", "update": "Update", "complete": "Complete"}
 

@@ -12,10 +12,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from ..errors import NotASparkSessionError, SparkConnectNotSupportedError
+from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
 from .versions import check_pyspark_version
 
+__tracebackhide__ = hide_our_frames
+
 _LOG4J2 = Path(__file__).with_name("log4j2.properties")
+_LOG4J2_FULL = Path(__file__).with_name("log4j2-full.properties")
 
 # Chosen for small, fast, deterministic tests on a laptop or a 2-core CI box.
 TEST_CONF: Mapping[str, str] = {
@@ -33,7 +36,7 @@ TEST_CONF: Mapping[str, str] = {
 
 
 def build_test_session(
-    *, master: str = "local[2]", conf: Mapping[str, str] | None = None
+    *, master: str = "local[2]", conf: Mapping[str, str] | None = None, jvm_logs: bool = False
 ) -> SparkSession:
     """Get or create the test-tuned session (see :func:`pyspark_streamtest.test_spark_session`)."""
     check_pyspark_version()
@@ -49,7 +52,8 @@ def build_test_session(
     settings = dict(TEST_CONF)
     settings["spark.pyspark.python"] = sys.executable
     settings["spark.sql.warehouse.dir"] = warehouse
-    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_LOG4J2.as_uri()}"
+    log_config = _LOG4J2_FULL if jvm_logs else _LOG4J2
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config.as_uri()}"
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
     for key, value in settings.items():

@@ -13,8 +13,12 @@ from typing import Any
 
 from pyspark.sql import Row
 
+from ..errors import hide_our_frames
+from .callbacks import mark_reported
 from .jvm import JavaObject, Jvm
 from .memory_stream import wrap_dataframe
+
+__tracebackhide__ = hide_our_frames
 
 
 class CollectingSink:
@@ -32,6 +36,7 @@ class CollectingSink:
             rows = wrap_dataframe(self._jvm, jds).collect()
         except BaseException as error:
             self.error = error
+            mark_reported(error)  # the driver reports it (StreamingQueryFailedError)
             raise
         with self._lock:
             self._batches.append((int(batch_id), rows))

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 
 @dataclass(frozen=True)
 class StoreMetadata:

@@ -15,8 +15,10 @@ from weakref import WeakKeyDictionary
 import pyspark
 from pyspark.sql import GroupedData
 
-from ..errors import UnsupportedSparkVersionError
+from ..errors import UnsupportedSparkVersionError, hide_our_frames
 from .jvm import Jvm
+
+__tracebackhide__ = hide_our_frames
 
 MINIMUM_PYSPARK = (3, 5)
 

@@ -9,8 +9,11 @@ query builds its own, and feed it each executed plan; it never touches the query
 
 from __future__ import annotations
 
+from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm
 from .versions import capabilities
+
+__tracebackhide__ = hide_our_frames
 
 _POLICY_KEY = "spark.sql.streaming.multipleWatermarkPolicy"
 

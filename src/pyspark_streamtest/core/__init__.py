@@ -5,3 +5,7 @@ and friends), value conversion and equality (the side-by-side diff), exact time,
 test session and the feature probe. Nothing here knows about topologies or queries;
 everything above imports it.
 """
+
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 

@@ -15,6 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 
 class OpenDriver(Protocol):
     @property

@@ -17,6 +17,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _INSTANT = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<h>\d\d):(?P<m>\d\d)(?::(?P<s>\d\d)(?:[.,](?P<f>\d+))?)?"
     r"(?:(?P<z>Z)|(?P<sign>[+-])(?P<oh>\d\d)(?::?(?P<om>\d\d))?)"

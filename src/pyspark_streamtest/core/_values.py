@@ -32,8 +32,15 @@ from typing import Any
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from ..errors import NaiveDatetimeError, SchemaMismatchError, UnsupportedSchemaError
+from ..errors import (
+    NaiveDatetimeError,
+    SchemaMismatchError,
+    UnsupportedSchemaError,
+    hide_our_frames,
+)
 from .time import check_instant
+
+__tracebackhide__ = hide_our_frames
 
 Encoder = Callable[[Any, str], Any]
 _UTC = _dt.timezone.utc

@@ -16,10 +16,13 @@ expected value, the actual one, a ``*`` where they differ, and which fields diff
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import zip_longest
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, hide_our_frames
 from ._stable import stable_json
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["OutputMismatchError", "assert_values_equal"]
 
@@ -58,7 +61,7 @@ def assert_values_equal(
     got = [stable_json(v) for v in actual]
     want = [stable_json(v) for v in expected]
     pairs_actual, pairs_expected = list(actual), list(expected)
-    batches = list(batch_ids) if batch_ids is not None else [None] * len(got)
+    batches: list[int | None] = list(batch_ids) if batch_ids is not None else [None] * len(got)
     if len(batches) != len(got):
         raise InvalidArgumentError(f"batch_ids has {len(batches)} entries for {len(got)} values")
     if ignore_order:
@@ -87,5 +90,73 @@ def assert_values_equal(
                                                                          else ""))
     header = (f"{title}: {len(want)} values expected, {len(got)} read; {differing} differ"
               + (" (order ignored)" if ignore_order else ""))
-    raise OutputMismatchError("\n".join(
-        [header, f"    {'#':>3}  {'expected':<{width}}  actual", *rows]))
+    table = [f"    {'#':>3}  {'expected':<{width}}  actual", *rows]
+    if max(map(len, table)) > _LINE_WIDTH:
+        header += " (wide values: a field per line)"
+        table = _field_per_line(pairs_expected, pairs_actual, batches if batch_ids is not None
+                                else None)
+    raise OutputMismatchError("\n".join([header, *table]))
+
+
+_LINE_WIDTH = 100
+"""Widest line of the side-by-side table; wider values are shown a field per line."""
+_CELL_WIDTH = 38
+
+
+def _fields(value: Any, prefix: str = "") -> dict[str, str]:
+    """A value's fields as JSON texts, nested mappings (a window's ``start`` and ``end``)
+    as dotted names; a value that is not a mapping is one field, ``value``."""
+    if not isinstance(value, Mapping):
+        return {prefix or "value": stable_json(value)}
+    fields: dict[str, str] = {}
+    for key in sorted(value, key=str):
+        name = f"{prefix}{key}"
+        if isinstance(value[key], Mapping) and value[key]:
+            fields.update(_fields(value[key], name + "."))
+        else:
+            fields[name] = stable_json(value[key])
+    return fields
+
+
+def _wrap(text: str) -> list[str]:
+    return [text[i:i + _CELL_WIDTH] for i in range(0, len(text), _CELL_WIDTH)] or [""]
+
+
+def _field_per_line(
+    expected: list[Any], actual: list[Any], batches: list[int | None] | None
+) -> list[str]:
+    """Each position as a block: one line per field, expected and actual side by side,
+    long texts wrapped at the column width; equal positions as one line."""
+    lines = []
+    missing: dict[str, str] = {}
+    for index in range(max(len(expected), len(actual))):
+        left = _fields(expected[index]) if index < len(expected) else missing
+        right = _fields(actual[index]) if index < len(actual) else missing
+        batch = (f"  (batch {batches[index]})"
+                 if batches is not None and index < len(actual) else "")
+        if index < len(expected) and index < len(actual) and left == right:
+            summary = stable_json(actual[index])
+            if len(summary) > _LINE_WIDTH - 20:
+                summary = summary[:_LINE_WIDTH - 23] + "..."
+            lines.append(f"    {index:>3}{batch}  {summary}")
+            continue
+        head = (f"  * {index:>3}{batch}"
+                + ("  (not expected)" if index >= len(expected) else "")
+                + ("  (not read)" if index >= len(actual) else ""))
+        if index < len(expected) and index < len(actual):
+            note = _field_differences(expected[index], actual[index])
+            if len(head) + 4 + len(note) > _LINE_WIDTH:
+                note = note[:_LINE_WIDTH - len(head) - 7] + "..."
+            head += f"    {note}" if note else ""
+        lines.append(head)
+        names = sorted(set(left) | set(right))
+        name_width = max(len("field"), *map(len, names))
+        lines.append(f"          {'field':<{name_width}}  {'expected':<{_CELL_WIDTH}}  actual")
+        for name in names:
+            want, got = left.get(name, "-"), right.get(name, "-")
+            mark = " " if want == got else "*"
+            pairs = zip_longest(_wrap(want), _wrap(got), fillvalue="")
+            for line, (w, g) in enumerate(pairs):
+                label = f"{mark} {name:<{name_width}}" if line == 0 else " " * (name_width + 2)
+                lines.append(f"        {label}  {w:<{_CELL_WIDTH}}  {g}".rstrip())
+    return lines

@@ -25,7 +25,9 @@ from pyspark.sql import SparkSession
 from .._spark.jvm import Jvm
 from .._spark.session import ensure_classic_session
 from .._spark.versions import Capabilities, capabilities
-from ..errors import UnsupportedSparkVersionError
+from ..errors import UnsupportedSparkVersionError, hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["Feature", "UnsupportedFeatureError", "require_feature", "supported_features"]
 

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 
 class KeyValue(NamedTuple):
     """A (key, value) pair read from a Kafka topic; ``value`` None is a tombstone."""

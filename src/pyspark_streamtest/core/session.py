@@ -7,12 +7,15 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from .._spark.session import TEST_CONF, build_test_session
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["TEST_CONF", "test_spark_session"]
 
 
 def test_spark_session(
-    *, master: str = "local[2]", conf: Mapping[str, str] | None = None
+    *, master: str = "local[2]", conf: Mapping[str, str] | None = None, jvm_logs: bool = False
 ) -> SparkSession:
     """Return the active session, or create a local one tuned for tests.
 
@@ -21,8 +24,14 @@ def test_spark_session(
     warehouse directory. ``conf`` entries override (see :data:`TEST_CONF`). An existing
     active session is returned unchanged (static settings cannot change on a running
     session).
+
+    Quiet logs: the JVM logs errors only, one line each, without stack traces, and not
+    the task, job and query failures a driver reports itself as a
+    :class:`~pyspark_streamtest.StreamingQueryFailedError`. ``jvm_logs=True`` (pytest:
+    ``--streamtest-jvm-logs``) logs warnings and errors of every logger with their JVM
+    stack traces instead, for debugging.
     """
-    return build_test_session(master=master, conf=conf)
+    return build_test_session(master=master, conf=conf, jvm_logs=jvm_logs)
 
 
 test_spark_session.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -32,7 +32,10 @@ from ..errors import (
     NaiveDatetimeError,
     TimeOutOfRangeError,
     TimeWentBackwardsError,
+    hide_our_frames,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["DEFAULT_START_TIME"]
 

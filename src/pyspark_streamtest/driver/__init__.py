@@ -8,6 +8,9 @@ per-batch record and the output queues) and ``_state_access.py`` (state stores, 
 records, state-row checks).
 """
 
+from ..errors import hide_our_frames
 from .driver import TopologyTestDriver
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["TopologyTestDriver"]

@@ -9,7 +9,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from ..core.records import TestRecord
+from ..errors import hide_our_frames
 from ..kafka.serdes import KAFKA_HEADERS_TYPE, KAFKA_SOURCE_SCHEMA
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["KAFKA_TOPIC_SCHEMA", "records_frame"]
 

@@ -6,6 +6,9 @@ from collections import deque
 from collections.abc import Iterable
 
 from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["History"]
 

@@ -24,11 +24,14 @@ from ..errors import (
     SparkDiedError,
     StreamingQueryFailedError,
     StreamTestError,
+    hide_our_frames,
 )
 from ._history import History
 from ._queries import Queries
 from ._state_access import StateAccess
 from ._time_control import TimeControl
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["Lifecycle"]
 

@@ -19,10 +19,13 @@ from ..errors import (
     InvalidArgumentTypeError,
     StreamingQueryFailedError,
     UnknownTopicError,
+    hide_our_frames,
 )
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
 from .topology import _BuiltOutput
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["Queries", "check_sql_conf", "names_text"]
 

@@ -26,10 +26,12 @@ from .._spark.watermark import ShadowWatermark, force_query_watermark, query_wat
 from ..core._values import row_decoder
 from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH, from_ms
-from ..errors import StepTimeoutError, StreamingQueryFailedError, TopologyError
+from ..errors import StepTimeoutError, StreamingQueryFailedError, TopologyError, hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from .topology import _BuiltOutput
+
+__tracebackhide__ = hide_our_frames
 
 _QUERY_SERIALS = itertools.count(1)
 

@@ -11,7 +11,7 @@ from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
-from ..errors import InvalidArgumentError, StateStoreError
+from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
 from ..state._reader import Shape, choose_operator, read_view, store_metadata
 from ..state.views import (
     OperatorDescription,
@@ -23,6 +23,8 @@ from ..state.views import (
 from ._history import History
 from ._queries import Queries, names_text
 from ._runner import QueryRunner
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["StateAccess"]
 

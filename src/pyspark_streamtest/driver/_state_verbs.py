@@ -9,9 +9,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..core.records import LateRecord
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, hide_our_frames
 from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
 from ._state_access import StateAccess
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["StateVerbs"]
 

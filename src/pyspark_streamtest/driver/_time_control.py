@@ -21,10 +21,13 @@ from ..errors import (
     StreamingQueryFailedError,
     StreamTestError,
     TimeWentBackwardsError,
+    hide_our_frames,
 )
 from ._history import History
 from ._queries import Queries
 from ._runner import QueryRunner
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["TimeControl"]
 

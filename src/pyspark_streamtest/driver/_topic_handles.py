@@ -7,13 +7,15 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from ..core.time import require_aware
-from ..errors import InvalidArgumentTypeError, UnknownTopicError
+from ..errors import InvalidArgumentTypeError, UnknownTopicError, hide_our_frames
 from ..kafka.serdes import DeserializerSpec, SerializerSpec, deserializer, serializer
 from ._history import History
 from ._queries import names_text
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
 from .topology import _BuiltOutput, _InputSpec
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["TopicHandles"]
 

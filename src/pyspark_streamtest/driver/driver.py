@@ -21,7 +21,7 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
-from ..errors import InvalidArgumentTypeError
+from ..errors import InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -36,6 +36,8 @@ from ._topic_handles import TopicHandles
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
 from .topology import TopologyFunction, _BuiltOutput, build_topology
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["TopologyTestDriver"]
 

@@ -19,10 +19,13 @@ from ..errors import (
     InvalidArgumentTypeError,
     SchemaMismatchError,
     StreamTestError,
+    hide_our_frames,
 )
 from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
 from ..kafka.serdes import LOG_APPEND_TIME, Serializer
 from .topology import _InputSpec
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["InputLink", "TestInputTopic"]
 

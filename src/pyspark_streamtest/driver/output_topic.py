@@ -20,9 +20,12 @@ from ..errors import (
     InvalidArgumentTypeError,
     NoSuchRecordError,
     UninitializedTopicError,
+    hide_our_frames,
 )
 from ..kafka.serdes import Deserializer
 from ._history import History
+
+__tracebackhide__ = hide_our_frames
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -40,7 +40,7 @@ from .._spark.jvm import Jvm
 from .._spark.memory_stream import JsonMemoryStream
 from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
 from ..core._values import StructEncoder
-from ..errors import TopologyError, UnsupportedSchemaError
+from ..errors import TopologyError, UnsupportedSchemaError, hide_our_frames
 from ..kafka.serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
@@ -48,6 +48,8 @@ from ..kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["OutputMode", "Topology", "TopologyFunction"]
 

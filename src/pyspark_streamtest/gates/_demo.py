@@ -5,9 +5,12 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from ..driver.driver import TopologyTestDriver
+from ..errors import hide_our_frames
 from ..reporting.picture import write_timeline_picture
 from ..reporting.timeline import format_timeline
 from .canned import clickstream
+
+__tracebackhide__ = hide_our_frames
 
 DEMO_TITLE = "pyspark-streamtest demo: clicks per user, 10 s windows, 10 s watermark delay"
 

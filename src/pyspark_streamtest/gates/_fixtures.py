@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 _PACKAGED = _PACKAGE / "_fixtures"  # in a wheel (hatch force-include)
 _SOURCE_TREE = _PACKAGE.parents[1] / "fixtures"  # editable install / checkout

@@ -7,6 +7,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 
 @contextmanager
 def busy_processes(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:

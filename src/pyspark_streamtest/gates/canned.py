@@ -34,8 +34,10 @@ from ..core.records import BatchRecord
 from ..driver.driver import TopologyTestDriver
 from ..driver.input_topic import TestInputTopic
 from ..driver.topology import Topology, TopologyFunction
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, hide_our_frames
 from ._fixtures import fixture_path
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "CannedRecord",

@@ -23,6 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core._files import safe_file_name
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["main"]
 

@@ -22,6 +22,7 @@ from ..core._stable import parse_instant, utc_text
 from ..core.equality import assert_values_equal
 from ..core.records import BatchRecord
 from ..core.time import require_aware
+from ..errors import hide_our_frames
 from .scenario_file import (
     DEFAULT_START,
     SCENARIO_SUFFIXES,
@@ -31,6 +32,8 @@ from .scenario_file import (
     load_scenario,
     parse_duration,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "SCENARIO_SUFFIXES",

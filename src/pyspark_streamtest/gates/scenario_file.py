@@ -87,7 +87,9 @@ from typing import Any
 
 from ..core.records import TestRecord
 from ..core.time import DEFAULT_START_TIME
-from ..errors import StreamTestError
+from ..errors import StreamTestError, hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "SCENARIO_SUFFIXES",

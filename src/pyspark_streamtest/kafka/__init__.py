@@ -36,6 +36,7 @@ which is not deterministic; a test wants determinism). Offsets start at 0 in eve
 partition and grow by one per record.
 """
 
+from ..errors import hide_our_frames
 from .serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
@@ -49,6 +50,8 @@ from .serdes import (
     murmur2,
     serializer,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "CREATE_TIME",

@@ -18,8 +18,10 @@ from pyspark.sql.types import TimestampType
 
 from ..core._values import encoder_for
 from ..core.records import TestRecord
-from ..errors import InvalidArgumentTypeError, SchemaMismatchError
+from ..errors import InvalidArgumentTypeError, SchemaMismatchError, hide_our_frames
 from .serdes import default_partition
+
+__tracebackhide__ = hide_our_frames
 
 Headers = tuple[tuple[str, bytes | None], ...]
 

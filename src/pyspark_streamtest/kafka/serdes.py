@@ -25,7 +25,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaMismatchError
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    SchemaMismatchError,
+    hide_our_frames,
+)
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "CREATE_TIME",

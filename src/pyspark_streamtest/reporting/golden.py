@@ -23,6 +23,9 @@ from typing import Any
 
 from ..core._stable import stable_json, utc_text
 from ..core.records import BatchRecord, TestRecord
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["GoldenMismatchError", "assert_matches_golden", "format_golden_timeline"]
 

@@ -28,7 +28,9 @@ from xml.sax.saxutils import escape
 from ..core._stable import stable_json
 from ..core.records import BatchRecord
 from ..core.time import to_ms
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["timeline_svg", "write_timeline_picture"]
 

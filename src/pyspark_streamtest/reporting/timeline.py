@@ -6,6 +6,9 @@ from collections.abc import Iterable
 
 from ..core.records import BatchRecord
 from ..core.time import format_time
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = ["format_timeline"]
 

@@ -18,6 +18,7 @@ session stores take the window out of the key: their entries carry a :class:`Win
 ``get(key)`` raises and ``get_all(key)`` returns them all.
 """
 
+from ..errors import hide_our_frames
 from .views import (
     OperatorDescription,
     QueryDescription,
@@ -27,6 +28,8 @@ from .views import (
     Window,
     WindowStoreView,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "OperatorDescription",

@@ -8,6 +8,9 @@ from datetime import datetime, timedelta
 from .._spark.plan import LateRule
 from ..core.records import LateRecord, TestRecord
 from ..core.time import EPOCH
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 _US = timedelta(microseconds=1)
 

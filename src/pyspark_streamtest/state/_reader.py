@@ -24,8 +24,10 @@ from .._spark.jvm import Jvm
 from .._spark.memory_stream import wrap_dataframe
 from .._spark.state import StoreMetadata, read_metadata, state_reader_options
 from ..core.time import utc_from_micros
-from ..errors import StateStoreError
+from ..errors import StateStoreError, hide_our_frames
 from .views import StateEntry, StateStoreView, Window, WindowStoreView
+
+__tracebackhide__ = hide_our_frames
 
 Shape = Literal["generic", "key_value", "window", "session", "join"]
 

@@ -8,7 +8,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.time import aware_datetime, to_micros, utc_from_micros
-from ..errors import InvalidArgumentError, StateStoreError
+from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
+
+__tracebackhide__ = hide_our_frames
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

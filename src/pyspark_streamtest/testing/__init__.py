@@ -12,4 +12,8 @@
 Importing this package does not import hypothesis; ``strategies`` does.
 """
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 __all__ = ["invariants", "model", "strategies"]

@@ -11,7 +11,10 @@ from typing import Any
 
 from ..core._stable import stable_json, utc_text
 from ..core.records import BatchRecord, TestRecord
+from ..errors import hide_our_frames
 from .model import Event, ModelBatch, last_values
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "InvariantError",

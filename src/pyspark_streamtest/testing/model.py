@@ -41,6 +41,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from ..core.time import from_ms, to_ms
+from ..errors import hide_our_frames
 from .schedule import (
     AdvanceWatermark as AdvanceWatermark,
 )
@@ -68,6 +69,8 @@ from .schedule import (
 from .schedule import (
     Tick as Tick,
 )
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "AdvanceWatermark",

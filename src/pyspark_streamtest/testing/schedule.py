@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 __all__ = [
     "AdvanceWatermark",
     "Drain",

@@ -24,7 +24,10 @@ from hypothesis.errors import InvalidArgument
 
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import DEFAULT_START_TIME
+from ..errors import hide_our_frames
 from .schedule import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Step, Tick
+
+__tracebackhide__ = hide_our_frames
 
 __all__ = [
     "AdvanceWatermark",

@@ -1,0 +1,120 @@
+"""What a failing test shows: the user's frames, the error in a few lines, no JVM noise.
+
+Each test runs a small test file in an inner pytest (in this process, on this Spark
+session) and reads its report as a user would see it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+# Loaded here, before the inner runs: pytester takes modules an inner run imported out
+# of sys.modules after it, and numpy (imported by PySpark's UDF code) cannot load twice.
+with contextlib.suppress(ImportError):
+    import numpy  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+_TOPOLOGY = """
+    import sys
+
+    from pyspark import cloudpickle
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+    from pyspark_streamtest import TopologyTestDriver
+
+    # Spark's Python workers cannot import this temporary test module: ship the UDF.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+    def parse(value):  # the user's UDF: a poison pill makes it raise
+        if value == "poison":
+            raise ValueError(f"cannot parse {value!r}")
+        return value
+
+    def clicks(t):
+        udf = F.udf(parse, StringType())
+        c = t.input("clicks", schema="user STRING, url STRING")
+        t.output("users", c.select(udf("user").alias("user"), "url"))
+"""
+
+
+def _failure_section(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "FAILURES" in line)
+    end = next(i for i, line in enumerate(lines) if "short test summary" in line)
+    return lines[start:end]
+
+
+def test_a_failing_udf_is_reported_in_a_few_lines_without_jvm_traces(pytester):
+    pytester.makepyfile(test_poison=_TOPOLOGY + """
+    def test_poison_pill(spark):
+        with TopologyTestDriver(clicks, spark=spark) as driver:
+            driver.create_input_topic("clicks").pipe_input(("poison", "/home"))
+            driver.process_all_available()
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    report = _failure_section(result)
+    text = "\n".join(report)
+    assert "StreamingQueryFailedError: the query of output 'users' failed in batch 0" in text
+    assert "  clicks  {'user': 'poison', 'url': '/home'}" in text  # the record it read
+    assert "raise ValueError(f\"cannot parse {value!r}\")" in text  # the user's frame
+    assert "ValueError: cannot parse 'poison'" in text
+    assert "\tat org.apache" not in text and "at org.apache.spark" not in text  # no JVM stack
+    assert "Python Proxy" not in text  # Py4J's log record of the same error is dropped
+    assert "src/pyspark_streamtest" not in text and "pyspark_streamtest/driver" not in text
+    assert len(report) < 30, text
+
+
+def test_a_failed_assert_values_shows_the_test_line_and_a_wrapped_diff(pytester):
+    pytester.makepyfile(test_diff=_TOPOLOGY + """
+    def test_wide_rows(spark):
+        with TopologyTestDriver(clicks, spark=spark) as driver:
+            driver.create_input_topic("clicks").pipe_input(("a", "/" + "x" * 150))
+            driver.process_all_available()
+            driver.create_output_topic("users").assert_values(
+                [{"user": "a", "url": "/" + "y" * 150}])
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    report = _failure_section(result)
+    text = "\n".join(report)
+    assert "pyspark_streamtest" not in text.replace("pyspark_streamtest.core.equality", "")
+    assert "OutputMismatchError: output 'users': 1 values expected, 1 read; 1 differ" in text
+    errors = [line for line in report if line.startswith("E ")]
+    # Below the line naming the error, no line is wider than 100 (and pytest's "E   ").
+    assert max(len(line) for line in errors[1:]) <= 112, text
+    assert sum(line.startswith("test_diff.py:") for line in report) == 1  # the test's line
+
+
+def test_a_bug_of_ours_keeps_our_frames(pytester):
+    """Only failures the package reports hide its frames: anything else (here a Python
+    error from inside the package) keeps them, so a bug can be found."""
+    from pyspark_streamtest.errors import DriverClosedError, hide_our_frames
+
+    for error, hidden in ((DriverClosedError("closed"), True), (AssertionError("x"), True),
+                          (KeyError("k"), False)):
+        try:
+            raise error
+        except BaseException:
+            assert hide_our_frames(pytest.ExceptionInfo.from_current()) is hidden
+    assert hide_our_frames(None) is False
+
+
+def test_jvm_logs_bring_back_spark_s_own_reports_with_stack_traces(pytester):
+    """``--streamtest-jvm-logs`` (a session of its own: a child pytest with its own JVM)
+    logs the task's exception with its JVM stack trace, for debugging."""
+    pytester.makepyfile(test_poison=_TOPOLOGY + """
+    def test_poison_pill(spark):
+        with TopologyTestDriver(clicks, spark=spark) as driver:
+            driver.create_input_topic("clicks").pipe_input(("poison", "/home"))
+            driver.process_all_available()
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                           "--streamtest-jvm-logs", timeout=240)
+    result.assert_outcomes(failed=1)
+    text = "\n".join(result.stdout.lines)
+    assert "ERROR Executor: Exception in task" in text
+    assert "at org.apache.spark." in text
