@@ -331,7 +331,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         folder = item.config.getoption("--streamtest-timeline-dir")
         for index, batches in enumerate(histories):
             suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
-            report.sections.append(("streamtest timeline" + suffix, format_timeline(batches)))
+            report.sections.append(
+                ("streamtest timeline" + suffix, format_timeline(batches, show_rows=3)))
             if folder:
                 from .reporting.picture import write_timeline_picture
 

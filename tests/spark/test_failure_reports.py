@@ -70,12 +70,12 @@ def test_a_failing_udf_is_reported_in_a_few_lines_without_jvm_traces(pytester):
 
 def test_a_failed_assert_values_shows_the_test_line_and_a_wrapped_diff(pytester):
     pytester.makepyfile(test_diff=_TOPOLOGY + """
-    def test_wide_rows(spark):
-        with TopologyTestDriver(clicks, spark=spark) as driver:
-            driver.create_input_topic("clicks").pipe_input(("a", "/" + "x" * 150))
-            driver.process_all_available()
-            driver.create_output_topic("users").assert_values(
-                [{"user": "a", "url": "/" + "y" * 150}])
+    def test_wide_rows(topology_driver):
+        driver = topology_driver(clicks)
+        driver.create_input_topic("clicks").pipe_input(("a", "/" + "x" * 150))
+        driver.process_all_available()
+        driver.create_output_topic("users").assert_values(
+            [{"user": "a", "url": "/" + "y" * 150}])
     """)
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
@@ -87,6 +87,10 @@ def test_a_failed_assert_values_shows_the_test_line_and_a_wrapped_diff(pytester)
     # Below the line naming the error, no line is wider than 100 (and pytest's "E   ").
     assert max(len(line) for line in errors[1:]) <= 112, text
     assert sum(line.startswith("test_diff.py:") for line in report) == 1  # the test's line
+    # The batch timeline of the failed test shows what each batch emitted, cut short.
+    timeline = report[next(i for i, line in enumerate(report) if "streamtest timeline" in line):]
+    assert any(line.startswith('      -> {"url":"/xxxx') and line.endswith("...")
+               for line in timeline), text
 
 
 def test_a_bug_of_ours_keeps_our_frames(pytester):

@@ -60,3 +60,28 @@ def test_timeline_table():
         "   1    0        1      4",
     ]
     assert format_timeline([]).endswith("(no batches)")
+
+
+def test_timeline_can_show_the_rows_each_batch_emitted():
+    emitted = tuple(TestRecord({"user": u, "url": "/" + "x" * 120}) for u in "abcd")
+    batch = BatchRecord(
+        output="counts", batch_id=0, processing_time=T, watermark=T, watermark_after=T,
+        input_records=(), output_records=emitted, num_input_rows=4,
+        num_rows_dropped_by_watermark=0, num_state_rows_total=0,
+    )
+    kafka = BatchRecord(
+        output="sink", batch_id=1, processing_time=T, watermark=T, watermark_after=T,
+        input_records=(), output_records=(TestRecord(b"v", key=b"k"),), num_input_rows=1,
+        num_rows_dropped_by_watermark=0, num_state_rows_total=0,
+    )
+    lines = format_timeline([batch, kafka], show_rows=3).splitlines()
+    assert lines[3].startswith('      -> {"url":"/xxx') and lines[3].endswith("...")
+    assert len(lines[3]) == len("      -> ") + 96
+    assert lines[5].startswith('      -> {"url":"/xxx')
+    assert lines[6] == "      -> ... 1 more"
+    assert lines[7].startswith("    1  sink")
+    assert lines[8].startswith("      -> ") and "k" in lines[8] and "v" in lines[8]
+    assert format_timeline([batch]) == "\n".join(format_timeline([batch], show_rows=3)
+                                                 .splitlines()[:3])
+    with pytest.raises(ValueError, match="show_rows must be an int >= 0"):
+        format_timeline([batch], show_rows=-1)

@@ -109,7 +109,7 @@ def _run(args: Any) -> int:
             continue
         print(f"FAIL {path} ({result.scenario.name})")
         print(_indent(result.message))
-        print(_indent("batch timeline:\n" + format_timeline(result.batches)))
+        print(_indent("batch timeline:\n" + format_timeline(result.batches, show_rows=3)))
         if args.timeline_dir:
             name = safe_file_name(os.path.basename(path)) + ".svg"
             picture = write_timeline_picture(
