@@ -45,13 +45,14 @@ def test_under_xdist_each_worker_gets_a_task_thread_per_core_it_has(pytester):
     result.assert_outcomes(passed=1)
 
 
-def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester, monkeypatch):
+def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester):
     from pyspark_streamtest.plugin import _spark_master, _xdist_workers
 
     config = pytester.parseconfig()
     assert _xdist_workers(config) == 1
     assert _spark_master(config, 1) == f"local[{min(2, _cores())}]"
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(2 * _cores()))
-    assert _xdist_workers(pytester.parseconfig()) == 2 * _cores()
+    worker = pytester.parseconfig()
+    worker.workerinput = {"workerid": "gw0", "workercount": 2 * _cores()}  # as xdist sets it
+    assert _xdist_workers(worker) == 2 * _cores()
     assert _spark_master(config, 2 * _cores()) == "local[1]"
     assert _spark_master(pytester.parseconfig("--spark-master=local[3]"), 4) == "local[3]"

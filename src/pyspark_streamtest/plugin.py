@@ -187,9 +187,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def _xdist_workers(config: pytest.Config) -> int:
     """How many pytest-xdist workers run the tests (1 without xdist): in a worker from
-    its environment, in the controller from ``-n``."""
-    if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-        return max(1, int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    what xdist hands it (``config.workerinput``), in the controller from ``-n``."""
+    worker_input = getattr(config, "workerinput", None)
+    if isinstance(worker_input, dict) and "workercount" in worker_input:
+        return max(1, int(worker_input["workercount"]))
     workers = getattr(config.option, "numprocesses", None)
     return workers if isinstance(workers, int) and workers > 1 else 1
 
