@@ -1,4 +1,4 @@
-"""The property-testing guide's example (docs/property-testing.md): a user's windowed
+"""The property-testing guide's example (docs/how-to/property-tests.md): a user's windowed
 pipeline checked against the reference model on generated schedules."""
 
 from __future__ import annotations

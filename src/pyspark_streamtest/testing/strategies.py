@@ -66,7 +66,7 @@ def _chance(draw: Any, fraction: float) -> bool:
 
 def event_keys(*, count: int = 3) -> st.SearchStrategy[str]:
     """One of ``count`` keys ``"a"``, ``"b"``, ... (shrinks to ``"a"``)."""
-    if not isinstance(count, int) or not 1 <= count <= 26:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 26:
         raise InvalidArgument(f"count={count!r} must be an int from 1 to 26")
     return st.sampled_from([chr(ord("a") + i) for i in range(count)])
 
