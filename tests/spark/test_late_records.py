@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Topology
+from pyspark_streamtest import Feature, Topology
 from tests.helpers import at, clicks_per_user
 from tests.spark.test_stateful_operators import ad_clicks, dedup
 from tests.spark.test_time_and_state import sliding_counts
@@ -71,25 +71,30 @@ def test_session_windows_and_dedup_match_sparks_counts(topology_driver):
     assert ran[0].num_rows_dropped_by_watermark == 2
 
 
-def parsed_event_time(t: Topology) -> None:
-    events = t.kafka_input("events")
-    parsed = events.select(F.get_json_object(F.col("value").cast("string"), "$.at")
-                           .cast("timestamp").alias("at"))
-    t.output("counts", parsed.withWatermark("at", "1 second")
-             .groupBy(F.window("at", "1 minute")).count())
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_when_the_driver_cannot_tell_it_says_why(topology_driver):
+    from tests.spark.test_transform_with_state import event_time_topology
+
+    driver = topology_driver(event_time_topology)
+    with pytest.raises(ValueError, match=r"cannot tell which records output 'idle' drops as "
+                                         r"late: which rows TransformWithState.* drops as late "
+                                         r"is not modelled"):
+        driver.late_records("idle")
 
 
-@pytest.mark.parametrize(("topology", "output", "reason"), [
-    (ad_clicks, "clicked_ads", "a stream-stream join drops rows by each side's state "
-                               "watermark"),
-    (parsed_event_time, "counts", "its watermark is on column 'at', which is not the "
-                                  "event-time column of any input it reads"),
-])
-def test_when_the_driver_cannot_tell_it_says_why(topology_driver, topology, output, reason):
-    driver = topology_driver(topology)
-    with pytest.raises(ValueError, match=f"cannot tell which records output '{output}' drops "
-                                         f"as late: .*{reason}"):
-        driver.late_records(output)
+def test_a_join_of_timestamp_columns_is_evaluated_too(topology_driver):
+    driver = topology_driver(ad_clicks)  # delays 10 s and 20 s
+    impressions = driver.create_input_topic("impressions")
+    clicks = driver.create_input_topic("clicks")
+    impressions.pipe_input({"ad": "a"}, timestamp=at(100))
+    clicks.pipe_input({"click_ad": "a"}, timestamp=at(100))
+    driver.process_all_available()  # watermark min(90, 80) = 80 s
+    impressions.pipe_input({"ad": "b"}, timestamp=at(80))  # late on its side
+    clicks.pipe_input({"click_ad": "b"}, timestamp=at(81))
+    ran = driver.process_all_available()
+    assert [(x.record.value["ad"], x.side) for x in driver.late_records("clicked_ads")] == [
+        ("b", "left")]
+    assert ran[0].num_rows_dropped_by_watermark == 1
 
 
 def test_grouped_state_with_event_time_timeouts_drops_late_rows(topology_driver):

@@ -49,7 +49,9 @@ class JsonMemoryStream:
         self._stream: JavaObject = factory.apply(encoder, context)
         self._newline = jvm.jvm.java.util.regex.Pattern.compile("\n")
         raw = self._stream.toDF()
-        self.raw_expr_id: int = int(raw.queryExecution().analyzed().output().head().exprId().id())
+        self.raw_attribute: JavaObject = raw.queryExecution().analyzed().output().head()
+        """The source's ``value`` attribute (JSON lines) in the query's plan."""
+        self.raw_expr_id: int = int(self.raw_attribute.exprId().id())
         functions = jvm.jvm.org.apache.spark.sql.functions
         options = jvm.jvm.java.util.HashMap()
         options.put("mode", "FAILFAST")

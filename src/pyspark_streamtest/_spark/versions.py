@@ -33,6 +33,7 @@ _FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES = (
 )
 _STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 _STATE_STORE_OBJECT = "org.apache.spark.sql.execution.streaming.state.StateStore$"
+_DATASET_CLASSES = ("org.apache.spark.sql.classic.Dataset", "org.apache.spark.sql.Dataset")
 _WATERMARK_TRACKER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.WatermarkTracker",  # 4.1 and later
     "org.apache.spark.sql.execution.streaming.WatermarkTracker",  # 3.5, 4.0
@@ -65,6 +66,8 @@ class Capabilities:
     """How ``object StateStore`` unloads one provider: ``("unload", 1)`` (3.5, 4.0),
     ``("removeFromLoadedProvidersAndClose", 2)`` (4.1, 4.2: id and an optional
     provider), ``("removeFromLoadedProvidersAndClose", 1)`` (4.3)."""
+    dataset_class: str = "org.apache.spark.sql.Dataset"
+    """The JVM Dataset with ``ofRows(session, plan)``: ``classic.Dataset`` on 4.x."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -144,4 +147,5 @@ def _detect(jvm: Jvm) -> Capabilities:
         transform_with_state_in_pandas=hasattr(GroupedData, "transformWithStateInPandas"),
         transform_with_state=hasattr(GroupedData, "transformWithState"),
         state_store_unload=unload,
+        dataset_class=_first_existing(jvm, _DATASET_CLASSES, "Dataset"),
     )

@@ -60,6 +60,10 @@ class LateRecord:
     For a windowed aggregation, ``dropped_windows`` are the windows (start, end) it was
     dropped from, those that ended at or before that watermark; ``partial`` is True when
     the record was still counted in another of its windows (sliding windows).
+    ``operator`` names the stateful operator that dropped it as Spark's progress does
+    (``dedupeWithinWatermark``, ``symmetricHashJoin``...) and ``operator_id`` is its
+    position in the batch's ``state_operators``; ``side`` is ``"left"`` or ``"right"``
+    for a stream-stream join.
     """
 
     record: TestRecord
@@ -67,6 +71,9 @@ class LateRecord:
     watermark: datetime
     dropped_windows: tuple[tuple[datetime, datetime], ...] = ()
     partial: bool = False
+    operator: str | None = None
+    operator_id: int | None = None
+    side: str | None = None
 
 
 @dataclass(frozen=True)

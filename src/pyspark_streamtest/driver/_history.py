@@ -53,6 +53,11 @@ class History:
         """The records ``output``'s query dropped as late, oldest first."""
         return [late for batch in self.of_output(output) for late in batch.late_records or ()]
 
+    def replace(self, old: BatchRecord, new: BatchRecord) -> None:
+        """Put ``new`` in the place of batch ``old`` (the same batch, more known of it)."""
+        index = next(i for i, batch in enumerate(self._batches) if batch is old)
+        self._batches[index] = new
+
     def queue(self, topic: str) -> deque[TestRecord] | None:
         """The unread records of ``topic``; None if nothing was ever written to it (and it
         is not a plain output)."""

@@ -7,7 +7,7 @@ watermark) into immutable :class:`BatchRecord` values.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from .._spark import clock as _clock
 from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.jvm import Jvm, java_error_text
+from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.plan import LateRule
 from .._spark.providers import unload_providers
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
@@ -52,6 +53,7 @@ class QueryRunner:
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._time_columns = dict(built.time_columns)
+        self._streams = dict(built.streams)
         self._jvm = jvm
         self.checkpoint = checkpoint
         self._interval_ms = trigger_interval_ms
@@ -62,6 +64,8 @@ class QueryRunner:
         self._pending_empty: set[str] = set()
         self._pending_records: list[TestRecord] = []
         self._in_flight: list[TestRecord] = []
+        self._lines: dict[int, str] = {}  # id(record) -> its JSON line (records stay alive
+        # in the history, so ids are not reused)
         # The records of a failed batch: a restart retries exactly that batch (its
         # offsets are in the offset log), before anything piped after the failure.
         self._retry: tuple[TestRecord, ...] | None = None
@@ -140,6 +144,30 @@ class QueryRunner:
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         self._pending[input_name].extend(lines)
         self._pending_records.extend(records)
+        self._lines.update((id(record), line) for record, line in zip(records, lines, strict=True))
+
+    # --- late records ---------------------------------------------------------------------
+    @property
+    def late_known_per_batch(self) -> bool:
+        """Each batch's late records follow from the piped records' event time (one
+        stateful operator whose watermark is on an input's ``timestamp_column``); else
+        they are evaluated on request (:meth:`reach`)."""
+        rule = self.built.late_rule
+        return isinstance(rule, LateRule) and rule.column in self._time_columns.values()
+
+    def source_line(self, record: TestRecord) -> tuple[int, str] | None:
+        """The source (its leaf's expression id) and JSON line ``record`` reached this
+        query as; None if it was not piped to it."""
+        line = self._lines.get(id(record))
+        stream = self._streams.get(record.topic)
+        return None if line is None or stream is None else (stream.raw_expr_id, line)
+
+    def reach(
+        self, operator_input: OperatorInput, lines: Mapping[int, Sequence[tuple[int, str]]]
+    ) -> list[Reached] | str:
+        """The rows reaching ``operator_input`` when the sources hold ``lines``."""
+        leaves = {stream.raw_expr_id: stream.raw_attribute for stream in self._streams.values()}
+        return rows_reaching(self._jvm, operator_input, leaves, lines)
 
     def enqueue_empty(self, input_name: str) -> None:
         """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
@@ -243,9 +271,11 @@ class QueryRunner:
         operators = tuple(progress.get("stateOperators") or ())
         late: tuple[LateRecord, ...] | None = None
         rule = self.built.late_rule
-        if isinstance(rule, LateRule):
+        if self.late_known_per_batch:
+            assert isinstance(rule, LateRule)
             previous = self.last_batch.watermark if self.last_batch is not None else None
-            late = late_records(rule, consumed, self._time_columns, batch_id, previous or EPOCH)
+            late = late_records(rule, consumed, self._time_columns, batch_id, previous or EPOCH,
+                                str(operators[0].get("operatorName")) if operators else None)
         kafka = self.built.spec.kafka
         if kafka is not None:
             outputs = kafka_output_records(

@@ -4,6 +4,8 @@ counts and the records dropped as late. Reading never changes a query."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -11,7 +13,9 @@ from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
+from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
+from ..state._late_evaluated import evaluate_late
 from ..state._reader import Shape, choose_operator, read_view, store_metadata
 from ..state.views import (
     OperatorDescription,
@@ -148,20 +152,23 @@ class StateAccess:
 
     def late_records(self, output: str) -> list[LateRecord]:
         runner = self._queries.runner(output)
-        rule = runner.built.late_rule
-        if not isinstance(rule, LateRule):
+        if runner.late_known_per_batch:
+            return self._history.late_records(runner.name)
+        built = runner.built
+        operators = built.late_operators if built.has_watermark else built.late_rule
+        if isinstance(operators, (str, LateRule)):
             raise InvalidArgumentError(
-                f"cannot tell which records output {output!r} drops as late: {rule}"
-            )
-        columns = dict(runner.built.time_columns)
-        if rule.column not in columns.values():
-            raise InvalidArgumentError(
-                f"cannot tell which records output {output!r} drops as late: its watermark is "
-                f"on column {rule.column!r}, which is not the event-time column of any input it "
-                f"reads ({', '.join(f'{n}: {c}' for n, c in columns.items())}); declare the "
-                "input with that timestamp_column, or read BatchRecord.num_rows_dropped_by_"
-                "watermark"
-            )
+                f"cannot tell which records output {output!r} drops as late: {operators}")
+        pending: list[tuple[BatchRecord, datetime]] = []
+        previous: datetime | None = None
+        for batch in self._history.of_output(runner.name):
+            if batch.late_records is None:
+                pending.append((batch, previous or EPOCH))
+            previous = batch.watermark
+        if pending:  # one Spark job per operator input, for every batch not evaluated yet
+            found = evaluate_late(output, operators, pending, runner.source_line, runner.reach)
+            for batch, _ in pending:
+                self._history.replace(batch, replace(batch, late_records=found[id(batch)]))
         return self._history.late_records(runner.name)
 
     def restarted(self) -> None:

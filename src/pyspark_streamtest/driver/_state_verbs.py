@@ -116,23 +116,28 @@ class StateVerbs:
 
     def late_records(self, output: str) -> list[LateRecord]:
         """Every input record ``output``'s query has dropped as late so far, oldest first,
-        each with the batch that dropped it and the watermark it was compared with.
+        each with the batch that dropped it, the watermark it was compared with and the
+        operator that dropped it (see :class:`LateRecord`).
 
-        The driver applies the rule of the query's stateful operator to each piped
-        record's event time: Spark 3.4+ drops a row by the watermark of the *previous*
-        batch; ``dropDuplicates`` (and ``applyInPandasWithState`` with event-time
-        timeouts) when its event time is at or behind it; a windowed aggregation per
-        window, when the window ended at or before it (a sliding-window record can be
-        dropped from one window and counted in another: ``partial``); a session window
-        when event time + gap is at or behind it. Spark's own count is
-        ``BatchRecord.num_rows_dropped_by_watermark`` (for aggregations it counts rows
-        after partial aggregation, so it can be lower).
+        Spark 3.4+ drops a row by the watermark of the *previous* batch, inside the
+        stateful operator: ``dropDuplicates`` (and ``applyInPandasWithState`` with
+        event-time timeouts) when its event time is at or behind it; a windowed
+        aggregation per window, when the window ended at or before it (a sliding-window
+        record can be dropped from one window and counted in another: ``partial``); a
+        session window when its end (event time + gap) is; a stream-stream join when the
+        row's own side's event-time column is. When the watermark is on an input's
+        ``timestamp_column`` the driver applies that rule to each piped record as the
+        batch runs. When the event time is computed in the query (parsed from a Kafka
+        value), or several stateful operators or a join are chained, the first call
+        evaluates the query's plan below each operator as one batch job over the piped
+        records and checks the result against Spark's per-operator counts
+        (``BatchRecord.state_metrics``; for aggregations Spark counts rows after
+        partial aggregation, so it can be lower).
 
-        Raises ``ValueError`` with the reason when the driver cannot tell exactly: a
-        stream-stream join (each side drops by a state watermark derived from the join
-        condition), several watermarks or stateful operators, an aggregation not grouped
-        by a window of the event time, transformWithState, or event time that is not an
-        input's ``timestamp_column`` (e.g. parsed from a Kafka value).
+        Raises :class:`InvalidArgumentError` (a ``ValueError``) with the reason when the
+        driver cannot tell exactly: ``transformWithState``, an operator fed by another
+        stateful operator's output that dropped rows, a plan node between the source and
+        the operator that cannot be replayed, or a count that disagrees with Spark's.
         """
         self._check_open()
         return self._state.late_records(output)

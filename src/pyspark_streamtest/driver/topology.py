@@ -37,6 +37,7 @@ from pyspark.sql.types import (
 )
 
 from .._spark.jvm import Jvm
+from .._spark.late_rows import LateOperator, late_operators
 from .._spark.memory_stream import JsonMemoryStream
 from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
 from ..core._values import StructEncoder
@@ -112,6 +113,9 @@ class _BuiltOutput:
     runs_no_data_batches: bool = True
     """Spark may run a batch without new data (a watermark to act on, or processing-time
     timeouts and timers); False lets the driver stop after a data batch."""
+    late_operators: tuple[LateOperator, ...] | str = ()
+    """The stateful operators that drop late rows, for evaluating which records they
+    drop when the event time is computed in the query; or why that cannot be told."""
 
 
 class Topology:
@@ -316,6 +320,8 @@ class Topology:
             _late_rule_for(spec.output_mode, df, facts),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,
+            late_operators(df._jdf.queryExecution().analyzed(), spec.output_mode == "complete")
+            if facts.has_event_time_watermark else (),
         )
 
 

@@ -38,6 +38,7 @@ def late_records(
     time_columns: dict[str, str | None],
     batch_id: int,
     watermark: datetime,
+    operator: str | None = None,
 ) -> tuple[LateRecord, ...]:
     """The records of one batch that ``rule`` drops, compared with ``watermark`` (the
     previous batch's). Records of inputs whose event time is not the watermarked column
@@ -52,10 +53,12 @@ def late_records(
         t_us = _us(record.timestamp)
         if rule.kind == "event_time":
             if t_us <= w_us:
-                late.append(LateRecord(record, batch_id, watermark))
+                late.append(LateRecord(record, batch_id, watermark, operator=operator,
+                                       operator_id=0))
         elif rule.kind == "session":
             if t_us + rule.size_us <= w_us:
-                late.append(LateRecord(record, batch_id, watermark))
+                late.append(LateRecord(record, batch_id, watermark, operator=operator,
+                                       operator_id=0))
         else:
             windows = _windows(t_us, rule)
             dropped = [w for w in windows if w[1] <= w_us]
@@ -63,6 +66,6 @@ def late_records(
                 late.append(LateRecord(
                     record, batch_id, watermark,
                     tuple((EPOCH + s * _US, EPOCH + e * _US) for s, e in dropped),
-                    partial=len(dropped) < len(windows),
+                    partial=len(dropped) < len(windows), operator=operator, operator_id=0,
                 ))
     return tuple(late)

@@ -1,0 +1,139 @@
+"""Late records when the event time is computed in the query (parsed from a Kafka
+value), with chained stateful operators and stream-stream joins: each named with the
+operator that dropped it, checked against Spark's per-operator drop counts."""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from pyspark_streamtest import Topology
+from tests.helpers import at
+
+CLICK = "user STRING, url STRING, at TIMESTAMP"
+
+
+def parsed(t: Topology, topic: str, schema: str) -> object:
+    """The production shape: Kafka JSON values parsed, malformed ones skipped."""
+    values = t.kafka_input(topic).select(
+        F.from_json(F.col("value").cast("string"), schema).alias("v"))
+    return values.select("v.*").where(F.col("at").isNotNull())
+
+
+def windowed(t: Topology) -> None:
+    clicks = parsed(t, "clicks", CLICK).withWatermark("at", "10 seconds")
+    t.output("counts", clicks.groupBy(F.window("at", "10 seconds", "5 seconds")).count())
+
+
+def dedup_then_sessions(t: Topology) -> None:
+    clicks = parsed(t, "clicks", CLICK).withWatermark("at", "10 seconds")
+    unique = clicks.dropDuplicatesWithinWatermark(["user", "url"])
+    t.output("sessions", unique.groupBy(F.session_window("at", "5 seconds"), "user").count())
+
+
+def clicked_ads(t: Topology) -> None:
+    shown = parsed(t, "impressions", "ad STRING, at TIMESTAMP").select(
+        F.col("ad").alias("shown_ad"), F.col("at").alias("shown_at")
+    ).withWatermark("shown_at", "10 seconds")
+    clicked = parsed(t, "ad-clicks", "ad STRING, at TIMESTAMP").select(
+        F.col("ad").alias("clicked_ad"), F.col("at").alias("clicked_at")
+    ).withWatermark("clicked_at", "20 seconds")
+    t.output("clicked", shown.join(clicked, F.expr(
+        "shown_ad = clicked_ad AND clicked_at BETWEEN shown_at AND shown_at + interval 1 minute")))
+
+
+def click(user: str, second: float, url: str = "/") -> dict[str, str]:
+    return {"user": user, "url": url, "at": at(second).isoformat()}
+
+
+def test_event_time_parsed_from_the_value_is_evaluated_as_the_query_does(topology_driver):
+    driver = topology_driver(windowed)  # 10 s windows every 5 s, delay 10 s
+    clicks = driver.create_input_topic("clicks", key_serializer="string",
+                                       value_serializer="json")
+    raw = driver.create_input_topic("clicks", value_serializer="bytes")
+    clicks.pipe_input("a", click("a", 31))
+    driver.process_all_available()  # watermark 21 s
+    clicks.pipe_input("b", click("b", 3))      # windows [-5, 5) and [0, 10): both ended
+    clicks.pipe_input("c", click("c", 17))     # [10, 20) ended, [15, 25) open: partly late
+    clicks.pipe_input("d", click("d", 25))     # on time
+    raw.pipe_input("e", b"{not json")          # skipped by the filter: never late
+    ran = driver.process_all_available()
+    late = driver.late_records("counts")
+    assert [(x.record.key, x.batch_id, x.watermark, x.dropped_windows, x.partial, x.operator,
+             x.operator_id) for x in late] == [
+        ("b", ran[0].batch_id, at(21), ((at(-5), at(5)), (at(0), at(10))), False,
+         "stateStoreSave", 0),
+        ("c", ran[0].batch_id, at(21), ((at(10), at(20)),), True, "stateStoreSave", 0),
+    ]
+    assert late[0].record.offset == 1 and late[0].record.partition is not None
+    assert ran[0].num_rows_dropped_by_watermark == 3  # after partial aggregation: per window
+    assert driver.batches[-1].late_records == tuple(late)
+
+
+def test_chained_operators_name_the_one_that_dropped_each_record(topology_driver):
+    driver = topology_driver(dedup_then_sessions)  # both compare with the same watermark
+    clicks = driver.create_input_topic("clicks", key_serializer="string",
+                                       value_serializer="json")
+    clicks.pipe_input("a", click("a", 1))
+    clicks.pipe_input("a", click("a", 30, "/x"))
+    driver.process_all_available()  # watermark 20 s
+    clicks.pipe_input("b", click("b", 14))
+    clicks.pipe_input("c", click("c", 25))
+    clicks.pipe_input("a", click("a", 1))  # a duplicate, and late: the dedup drops it
+    ran = driver.process_all_available()
+    late = driver.late_records("sessions")
+    assert [(x.record.key, x.operator, x.operator_id) for x in late] == [
+        ("b", "dedupeWithinWatermark", 1), ("a", "dedupeWithinWatermark", 1)]
+    # operator 0 is the sessions (Spark 3.5 names it "defaultName"), 1 the dedup
+    assert [m.rows_dropped_by_watermark for m in ran[0].state_metrics] == [0, 2]
+    assert ran[0].state_metrics[1].operator_name == "dedupeWithinWatermark"
+
+
+def test_a_join_drops_a_side_by_its_own_event_time_column(topology_driver):
+    driver = topology_driver(clicked_ads)
+    shown = driver.create_input_topic("impressions", key_serializer="string",
+                                      value_serializer="json")
+    clicked = driver.create_input_topic("ad-clicks", key_serializer="string",
+                                        value_serializer="json")
+    shown.pipe_input("a", {"ad": "a", "at": at(100).isoformat()})
+    clicked.pipe_input("a", {"ad": "a", "at": at(100).isoformat()})
+    driver.process_all_available()  # watermark min(90, 80) = 80 s
+    shown.pipe_input("s85", {"ad": "a", "at": at(85).isoformat()})
+    clicked.pipe_input("c75", {"ad": "a", "at": at(75).isoformat()})  # 75 <= 80: late
+    clicked.pipe_input("c85", {"ad": "a", "at": at(85).isoformat()})
+    ran = driver.process_all_available()
+    late = driver.late_records("clicked")
+    assert [(x.record.key, x.record.topic, x.side, x.operator, x.watermark) for x in late] == [
+        ("c75", "ad-clicks", "right", "symmetricHashJoin", at(80))]
+    assert ran[0].num_rows_dropped_by_watermark == 1
+
+
+SCENARIO = """\
+name: the dedup drops a late, parsed click
+start_time: 2024-01-01T00:00:00Z
+inputs: {clicks: {key_serializer: string, value_serializer: json}}
+steps:
+  - pipe:
+      topic: clicks
+      records:
+        - {key: a, value: {user: a, url: /, at: "2024-01-01T00:00:30Z"}}
+  - process                      # watermark 20 s
+  - pipe:
+      topic: clicks
+      records:
+        - {key: b, value: {user: b, url: /, at: "2024-01-01T00:00:14Z"}}
+  - process
+  - expect_late: {count: 1}
+"""
+
+
+def test_scenario_expect_late_evaluates_the_parsed_event_time(tmp_path, spark):
+    from pyspark_streamtest import run_scenario
+
+    path = tmp_path / "late.streamtest.yaml"
+    path.write_text(SCENARIO)
+    result = run_scenario(path, topology=dedup_then_sessions, spark=spark)
+    assert result.passed, (result.failure, result.error)
+    failing = tmp_path / "wrong.streamtest.yaml"
+    failing.write_text(SCENARIO.replace("count: 1", "count: 0"))
+    result = run_scenario(failing, topology=dedup_then_sessions, spark=spark)
+    assert not result.passed and "expected 0, actual 1" in str(result.failure)
