@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import hide_our_frames
-from .jvm import JavaObject, Jvm
+from .jvm import JavaObject, Jvm, java_error_text
 from .memory_stream import wrap_dataframe
 from .versions import capabilities
 
@@ -285,9 +285,13 @@ def rows_reaching(
     dataset = jvm.jvm
     for part in capabilities(jvm).dataset_class.split("."):
         dataset = getattr(dataset, part)
-    jdf = dataset.ofRows(jvm.jspark, project)
+    try:
+        rows = wrap_dataframe(jvm, dataset.ofRows(jvm.jspark, project)).collect()
+    except Exception as error:  # e.g. a UDF below the operator raising on a record
+        first = java_error_text(error).strip().splitlines()
+        return f"replaying the query's input as a batch job failed: {first[0] if first else error}"
     reached = []
-    for row in wrap_dataframe(jvm, jdf).collect():
+    for row in rows:
         if row["end"] is None:
             continue  # a null event time is never late
         reached.append(Reached(int(row[0]), int(row["end"]),
