@@ -322,28 +322,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Add each driver's batch timeline to the report of a failed test (and, with
     ``--streamtest-timeline-dir``, a picture whose path the JUnit XML carries)."""
     report = yield
-    histories = item.stash.get(_HISTORIES, None)
-    drivers = item.stash.get(_DRIVERS, None)
-    if histories is None and drivers:
-        histories = [driver.batches for driver in drivers]
+    histories = item.stash.get(_HISTORIES, None) or item.stash.get(_DRIVERS, None)
     if histories and report.when == "call" and report.failed:
         from .reporting.timeline import format_timeline
 
         folder = item.config.getoption("--streamtest-timeline-dir")
-        for index, batches in enumerate(histories):
+        for index, history in enumerate(histories):
+            batches = getattr(history, "batches", history)  # an open driver, or its batches
             suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
             report.sections.append(
                 ("streamtest timeline" + suffix, format_timeline(batches, show_rows=3)))
             if folder:
-                from .reporting.picture import write_timeline_picture
-
                 name = safe_file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
-                path = write_timeline_picture(batches, os.path.join(folder, name + ".svg"),
-                                              title=item.nodeid + suffix)
+                path = _picture(history, os.path.join(folder, name + ".svg"), item.nodeid + suffix)
                 # junitxml writes the properties of the teardown report, made from the item
                 item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
                 report.sections.append(("streamtest timeline picture" + suffix, path))
     return report
+
+
+def _picture(history: Any, path: str, title: str) -> str:
+    """An open driver's batches with records at the event time its queries use
+    (evaluated where the query computes it); else the batches as they are."""
+    from .reporting.picture import write_timeline_picture
+
+    try:
+        batches = history.evaluate_event_times()
+    except Exception:  # batches, a closed driver: a report never fails for a picture
+        batches = getattr(history, "batches", history)
+    return write_timeline_picture(batches, path, title=title)
 
 
 # --- scenario files ---------------------------------------------------------------------------

@@ -4,9 +4,11 @@ operator that dropped it, checked against Spark's per-operator drop counts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Topology
+from pyspark_streamtest import Topology, write_timeline_picture
 from tests.helpers import at
 
 CLICK = "user STRING, url STRING, at TIMESTAMP"
@@ -137,3 +139,22 @@ def test_scenario_expect_late_evaluates_the_parsed_event_time(tmp_path, spark):
     failing.write_text(SCENARIO.replace("count: 1", "count: 0"))
     result = run_scenario(failing, topology=dedup_then_sessions, spark=spark)
     assert not result.passed and "expected 0, actual 1" in str(result.failure)
+
+
+def test_the_picture_draws_records_at_the_event_time_parsed_from_the_value(
+        topology_driver, tmp_path):
+    driver = topology_driver(windowed)
+    clicks = driver.create_input_topic("clicks", key_serializer="string",
+                                       value_serializer="json")
+    raw = driver.create_input_topic("clicks", value_serializer="bytes")
+    clicks.pipe_input("a", click("a", 31), timestamp=at(0))  # Kafka timestamp 0 s
+    driver.process_all_available()
+    clicks.pipe_input("b", click("b", 3), timestamp=at(0))
+    raw.pipe_input("e", b"{not json", timestamp=at(0))
+    driver.process_all_available()
+    assert all(b.input_event_times is None for b in driver.batches)  # not evaluated yet
+    path = write_timeline_picture(driver.evaluate_event_times(), tmp_path / "clicks.svg")
+    assert [b.input_event_times for b in driver.batches if b.input_records] == [
+        (at(31),), (at(3), None)]  # the unparsable value never reaches the watermark
+    assert [x.record.key for x in driver.batches[-1].late_records] == ["b"]
+    assert "window it was dropped from" in Path(path).read_text(encoding="utf-8")

@@ -100,3 +100,43 @@ def test_png_is_drawn_with_matplotlib_or_refused_clearly(tmp_path):
 def test_an_empty_history_still_draws_axes():
     root, _ = shapes(timeline_svg([]))
     assert root.get("width") == "960"
+
+
+def _circles(svg):
+    _, elements = shapes(svg)
+    return [(float(e.get("cx")), float(e.get("cy"))) for e in elements if e.tag == f"{NS}circle"]
+
+
+def test_records_stand_at_the_event_time_the_query_evaluated_not_their_timestamp():
+    from dataclasses import replace
+
+    read = batch(0, 1, T0, s(0), inputs=[("a", 1), ("b", 1)])  # Kafka timestamp 1 s for both
+    evaluated = replace(read, input_event_times=(s(50), None))   # a: parsed 50 s; b: filtered
+    plain = _circles(timeline_svg([read]))
+    drawn = _circles(timeline_svg([evaluated]))
+    assert len(plain) == 2 + 1 and len(drawn) == 1 + 1          # b is not drawn, legend dot
+    assert drawn[0][1] < plain[0][1]                             # a stands higher: later
+
+
+def test_batches_run_at_one_processing_time_stand_side_by_side():
+    history = [batch(i, 1, T0, s(0), inputs=[("a", i)]) for i in range(3)]
+    xs = sorted(x for x, _ in _circles(timeline_svg(history))[:3])
+    assert xs[0] < xs[1] < xs[2]
+
+
+def test_dropped_windows_are_red_bars_and_long_labels_fit_the_plot():
+    late = LateRecord(TestRecord({"user": "d"}, s(5), topic="clicks"), 1, s(17),
+                      dropped_windows=((s(0), s(10)),))
+    wide = {"window": {"start": s(20), "end": s(30)}, "user": "x" * 300}
+    history = [replace_late(batch(1, 1, s(17), s(17), inputs=[("d", 5)], outputs=[wide]), late)]
+    _, elements = shapes(timeline_svg(history))
+    bars = [e for e in elements if e.tag == f"{NS}rect" and e.get("fill") == "#d62728"]
+    assert len(bars) == 1 + 1  # the window [0, 10), and its legend entry
+    label = next(e.text for e in elements if e.tag == f"{NS}text" and e.text.startswith("user=x"))
+    assert label.endswith("\u2026") and len(label) < 120
+
+
+def replace_late(record, late):
+    from dataclasses import replace
+
+    return replace(record, late_records=(late,))

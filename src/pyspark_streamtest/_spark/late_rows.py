@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pyspark.sql import DataFrame
+
 from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm, java_error_text
 from .memory_stream import wrap_dataframe
@@ -140,13 +142,13 @@ def _operator(index: int, node: JavaObject) -> LateOperator | str | None:
     return LateOperator(index, name, found, below) if found else None
 
 
-def late_operators(plan: JavaObject, complete: bool) -> tuple[LateOperator, ...] | str:
-    """The stateful operators of the analyzed ``plan`` that drop late rows, or the
-    reason the driver cannot tell which rows they drop. In ``complete`` output mode an
-    aggregation keeps the whole result and drops nothing as late."""
+def late_operators(df: DataFrame, complete: bool) -> tuple[LateOperator, ...] | str:
+    """The stateful operators of ``df``'s query that drop late rows, or the reason the
+    driver cannot tell which rows they drop. In ``complete`` output mode an aggregation
+    keeps the whole result and drops nothing as late."""
     found: list[LateOperator] = []
     index = 0
-    stack = [plan]
+    stack = [df._jdf.queryExecution().analyzed()]
     while stack:  # pre-order, left first: the order of the progress' stateOperators
         node = stack.pop()
         if _is_stateful(node):
@@ -157,6 +159,22 @@ def late_operators(plan: JavaObject, complete: bool) -> tuple[LateOperator, ...]
                 found.append(operator)
             index += 1
         stack.extend(reversed(_children(node)))
+    return tuple(found)
+
+
+def watermark_inputs(df: DataFrame) -> tuple[OperatorInput, ...]:
+    """Per ``withWatermark`` of ``df`` over the piped records: its node, with the
+    event-time attribute it declares (evaluated, it gives each record's event time)."""
+    found = []
+    stack = [df._jdf.queryExecution().analyzed()]
+    while stack:
+        node = stack.pop()
+        if str(node.nodeName()) == "EventTimeWatermark" and _stateful_below(node) is None:
+            declared = int(node.eventTime().exprId().id())
+            attribute = next(a for a in _attributes(node.output())
+                             if int(a.exprId().id()) == declared)
+            found.append(OperatorInput(None, node, attribute, str(attribute.name())))
+        stack.extend(_children(node))
     return tuple(found)
 
 

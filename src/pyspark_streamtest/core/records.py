@@ -122,6 +122,12 @@ class BatchRecord:
     of zero rows piped with ``pipe_empty_batch()``), False for a no-data batch; None
     when not known (a record built by hand: :attr:`is_data_batch` then looks at the
     input rows)."""
+    input_event_times: tuple[datetime | None, ...] | None = None
+    """Per input record, the event time the query's ``withWatermark`` column holds for it
+    (None for a record it filtered out), when the driver evaluated it: the event time is
+    computed in the query (parsed from a Kafka value) and a late-records evaluation or a
+    picture asked for it. None otherwise: then a record's ``timestamp`` is its event
+    time."""
     late_records: tuple[LateRecord, ...] | None = None
     """The input records this batch dropped as late (see :class:`LateRecord`), or None
     when the driver cannot tell exactly for this query

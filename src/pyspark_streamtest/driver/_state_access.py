@@ -9,13 +9,14 @@ from datetime import datetime
 
 from pyspark.sql import SparkSession
 
+from .._spark.late_rows import watermark_inputs
 from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
-from ..state._late_evaluated import evaluate_late
+from ..state._late_evaluated import evaluate_event_times, evaluate_late
 from ..state._reader import Shape, choose_operator, read_view, store_metadata
 from ..state.views import (
     OperatorDescription,
@@ -170,6 +171,26 @@ class StateAccess:
             for batch, _ in pending:
                 self._history.replace(batch, replace(batch, late_records=found[id(batch)]))
         return self._history.late_records(runner.name)
+
+    def fill_event_times(self, output: str) -> None:
+        """Evaluate the event time of every record ``output``'s query read where it is
+        computed in the query (one Spark job per ``withWatermark``), into the batches'
+        ``input_event_times``; nothing to do where a record's timestamp is its event
+        time. Raises :class:`InvalidArgumentError` when it cannot be evaluated."""
+        runner = self._queries.runner(output)
+        if runner.late_known_per_batch or not runner.built.has_watermark:
+            return
+        pending = [b for b in self._history.of_output(runner.name)
+                   if b.input_event_times is None]
+        if not pending:
+            return
+        found = evaluate_event_times(pending, watermark_inputs(runner.built.dataframe),
+                                     runner.source_line, runner.reach)
+        if isinstance(found, str):
+            raise InvalidArgumentError(
+                f"cannot evaluate the event time of output {output!r}'s records: {found}")
+        for batch in pending:
+            self._history.replace(batch, replace(batch, input_event_times=found[id(batch)]))
 
     def restarted(self) -> None:
         """The queries (re)started: :meth:`assert_num_state_rows` sums from here on, as

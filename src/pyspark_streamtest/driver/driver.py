@@ -21,7 +21,7 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
-from ..errors import InvalidArgumentTypeError, hide_our_frames
+from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -340,6 +340,23 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
     @property
     def batches(self) -> tuple[BatchRecord, ...]:
         """Every batch run so far, in the order run (across restarts; readable after close)."""
+        return self._history.batches
+
+    def evaluate_event_times(self) -> tuple[BatchRecord, ...]:
+        """Every batch so far, with the event time of each record and the records
+        dropped as late evaluated where a query computes its event time (parsed from a
+        Kafka value): ``BatchRecord.input_event_times`` and ``late_records``, as
+        :meth:`late_records` evaluates them (one small Spark job per ``withWatermark``
+        and per stateful operator input, once). What cannot be evaluated stays None.
+        Draw them with ``write_timeline_picture(driver.evaluate_event_times(), path)``:
+        each record then stands at the event time its query uses."""
+        self._check_open()
+        for output in self.output_names:
+            try:
+                self._state.fill_event_times(output)
+                self._state.late_records(output)
+            except StreamTestError:
+                pass  # left None: BatchRecord says what None means
         return self._history.batches
 
     # --- internals ------------------------------------------------------------------------

@@ -320,7 +320,7 @@ class Topology:
             _late_rule_for(spec.output_mode, df, facts),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,
-            late_operators(df._jdf.queryExecution().analyzed(), spec.output_mode == "complete")
+            late_operators(df, spec.output_mode == "complete")
             if facts.has_event_time_watermark else (),
         )
 

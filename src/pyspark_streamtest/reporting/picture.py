@@ -26,7 +26,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from ..core._stable import stable_json
-from ..core.records import BatchRecord
+from ..core.records import BatchRecord, TestRecord
 from ..core.time import to_ms
 from ..errors import InvalidArgumentError, hide_our_frames
 
@@ -97,11 +97,25 @@ def _ticks(low: int, high: int, count: int = 6) -> list[int]:
     return list(range(first, high + 1, step))
 
 
+def _event_times(batch: BatchRecord) -> list[tuple[TestRecord, datetime | None]]:
+    """Each input record with the event time its query uses: evaluated by the driver
+    where the query computes it, else the record's timestamp."""
+    times = batch.input_event_times
+    if times is None or len(times) != len(batch.input_records):
+        return [(record, record.timestamp) for record in batch.input_records]
+    return list(zip(batch.input_records, times, strict=True))
+
+
+def _fit(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "\u2026"
+
+
 def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
     times = [to_ms(b.processing_time) for b in batches]
     events: list[int] = []
-    for batch in batches:
-        events.extend(to_ms(r.timestamp) for r in batch.input_records if r.timestamp)
+    placed = [_event_times(batch) for batch in batches]
+    for batch, records in zip(batches, placed, strict=True):
+        events.extend(to_ms(t) for _, t in records if t is not None)
         for record in batch.output_records:
             window = _window(record.value)
             if window:
@@ -120,6 +134,13 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
 
     def px(ms: int) -> float:
         return _LEFT + (ms - x_low) * plot_w / (x_high - x_low)
+
+    # batches run at one processing time (process_all_available) stand side by side
+    spread: list[float] = []
+    step = min(28.0, plot_w / max(1, len(batches)))
+    for index, moment in enumerate(times):
+        same = [i for i, t in enumerate(times) if t == moment]
+        spread.append(px(moment) + (same.index(index) - (len(same) - 1) / 2) * step)
 
     def py(ms: int) -> float:
         clamped = min(max(ms, y_low), y_high)
@@ -147,16 +168,17 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
                          anchor="middle", w=-90))
     # batch columns and their ids
     single_output = len({b.output for b in batches}) == 1
-    for batch, at in zip(batches, times, strict=True):
+    for batch, at in zip(batches, spread, strict=True):
         shapes.append(_Shape("line", 0, 0, colour="#c8c8c8", dashed=True,
-                             points=((px(at), _TOP), (px(at), _TOP + plot_h))))
+                             points=((at, _TOP), (at, _TOP + plot_h))))
         if single_output:
-            shapes.append(_Shape("text", px(at), _TOP - 6, text=str(batch.batch_id), size=9,
+            shapes.append(_Shape("text", at, _TOP - 6, text=str(batch.batch_id), size=9,
                                  anchor="middle", colour="#777777"))
     if single_output and batches:
         shapes.append(_Shape("text", _LEFT - 6, _TOP - 6, text="batch", size=9, anchor="end",
                              colour="#777777"))
     # watermarks, one step line per output
+    x_of = {id(batch): x for batch, x in zip(batches, spread, strict=True)}
     outputs = list(dict.fromkeys(b.output for b in batches if b.watermark is not None))
     for index, output in enumerate(outputs):
         # the epoch is Spark's "no event time seen yet", not a time to draw
@@ -166,7 +188,7 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
         points: list[tuple[float, float]] = []
         for batch in own:
             assert batch.watermark is not None
-            x, y = px(to_ms(batch.processing_time)), py(to_ms(batch.watermark))
+            x, y = x_of[id(batch)], py(to_ms(batch.watermark))
             if points:
                 points.append((x, points[-1][1]))
             points.append((x, y))
@@ -181,55 +203,67 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
     # emitted rows
     bar = max(4.0, min(14.0, plot_w / max(1, len(batches)) / 3))
     labelled = sum(len(b.output_records) for b in batches) <= 24
-    for batch, at in zip(batches, times, strict=True):
+    for batch, at in zip(batches, spread, strict=True):
         loose = 0
         stacked: dict[tuple[datetime, datetime], int] = {}
         for record in batch.output_records:
             window = _window(record.value)
             if window is None:
                 loose += 1
-                shapes.append(_Shape("triangle", px(at), _TOP + 8 + 9 * (loose - 1), w=5,
+                shapes.append(_Shape("triangle", at, _TOP + 8 + 9 * (loose - 1), w=5,
                                      colour=_EMIT))
                 continue
             top, bottom = py(to_ms(window[1])), py(to_ms(window[0]))
-            shapes.append(_Shape("rect", px(at) - bar / 2, top, bar, bottom - top, _EMIT,
+            shapes.append(_Shape("rect", at - bar / 2, top, bar, bottom - top, _EMIT,
                                  opacity=0.35))
             if labelled:
                 row = stacked[window] = stacked.get(window, -1) + 1
-                shapes.append(_Shape("text", px(at) + bar / 2 + 3, top + 11 + 12 * row,
-                                     text=_label(record.value), size=10, colour="#1b5e20"))
+                room = int((_LEFT + plot_w - at - bar) / 5.6)  # characters up to the legend
+                shapes.append(_Shape("text", at + bar / 2 + 3, top + 11 + 12 * row,
+                                     text=_fit(_label(record.value), room), size=10,
+                                     colour="#1b5e20"))
     # input records, then late ones on top
     inputs = list(dict.fromkeys(r.topic for b in batches for r in b.input_records))
-    for batch, at in zip(batches, times, strict=True):
-        for record in batch.input_records:
-            if record.timestamp is None:
+    for batch, at, records in zip(batches, spread, placed, strict=True):
+        event_time = {id(record): t for record, t in records}
+        dropped = {w for late in batch.late_records or () for w in late.dropped_windows}
+        for window in sorted(dropped):
+            top, bottom = py(to_ms(window[1])), py(to_ms(window[0]))
+            shapes.append(_Shape("rect", at - bar / 2, top, bar, bottom - top, _LATE,
+                                 opacity=0.2))
+        for record, t in records:
+            if t is None:
                 continue
             colour = _INPUT_COLOURS[inputs.index(record.topic) % len(_INPUT_COLOURS)]
-            shapes.append(_Shape("circle", px(at), py(to_ms(record.timestamp)), w=4.5,
-                                 colour=colour, opacity=0.85))
+            shapes.append(_Shape("circle", at, py(to_ms(t)), w=4.5, colour=colour,
+                                 opacity=0.85))
         for late in batch.late_records or ():
-            if late.record.timestamp is not None:
-                shapes.append(_Shape("cross", px(at), py(to_ms(late.record.timestamp)), w=7,
-                                     colour=_LATE))
+            t = event_time.get(id(late.record), late.record.timestamp)
+            if t is not None:
+                shapes.append(_Shape("cross", at, py(to_ms(t)), w=7, colour=_LATE))
     # legend
     x0, y0 = _WIDTH - _RIGHT + 16, _TOP + 8
     entries: list[tuple[str, str, str]] = [("circle", c, f"record in '{name}'") for name, c in
                                            zip(inputs, _INPUT_COLOURS, strict=False)]
     entries.append(("cross", _LATE, "dropped as late"))
+    if any(late.dropped_windows for b in batches for late in b.late_records or ()):
+        entries.append(("rect-late", _LATE, "window it was dropped from"))
     entries.extend(("line", _WATERMARK_COLOURS[i % len(_WATERMARK_COLOURS)],
                     f"watermark of '{name}'") for i, name in enumerate(outputs))
     entries.append(("rect", _EMIT, "emitted window row"))
-    entries.append(("triangle", _EMIT, "emitted row (no window)"))
+    entries.append(("triangle", _EMIT, "emitted row, no window"))
     for index, (kind, colour, text) in enumerate(entries):
         y = y0 + 20 * index
         if kind == "line":
             shapes.append(_Shape("line", 0, 0, colour=colour,
                                  points=((x0 - 6, y), (x0 + 8, y))))
-        elif kind == "rect":
-            shapes.append(_Shape("rect", x0 - 3, y - 7, 7, 14, colour, opacity=0.35))
+        elif kind.startswith("rect"):
+            shapes.append(_Shape("rect", x0 - 3, y - 7, 7, 14, colour,
+                                 opacity=0.2 if kind == "rect-late" else 0.35))
         else:
             shapes.append(_Shape(kind, x0, y, w=5 if kind != "cross" else 6, colour=colour))
-        shapes.append(_Shape("text", x0 + 16, y + 4, text=text, size=11))
+        # the legend column is _RIGHT - 32 px wide: about 6.2 px a character at size 11
+        shapes.append(_Shape("text", x0 + 16, y + 4, text=_fit(text, 28), size=11))
     return shapes
 
 

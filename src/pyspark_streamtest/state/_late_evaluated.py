@@ -137,3 +137,31 @@ def _check_counts(
                     f"({_operator_name(batch, operator.index, operator.kind)}) dropped {spark} "
                     f"rows as late, the driver's evaluation of its input finds {ours}; read "
                     "BatchRecord.state_metrics (and please report this query)")
+
+
+def evaluate_event_times(
+    pending: Sequence[BatchRecord],
+    watermark_inputs: Sequence[OperatorInput],
+    feed: Callable[[TestRecord], tuple[int, str] | None],
+    reach: Reach,
+) -> dict[int, tuple[datetime | None, ...]] | str:
+    """Per batch of ``pending`` (keyed by ``id(batch)``), the event time each input
+    record has in the query's ``withWatermark`` column (None where the query filtered it
+    out before), or why it cannot be evaluated."""
+    entries = [(batch, record) for batch in pending for record in batch.input_records]
+    lines: dict[int, list[tuple[int, str]]] = {}
+    for tag, (_, record) in enumerate(entries):
+        fed = feed(record)
+        if fed is not None:
+            lines.setdefault(fed[0], []).append((tag, fed[1]))
+    times: dict[int, int] = {}
+    for watermark_input in watermark_inputs if lines else ():
+        reached = reach(watermark_input, lines)
+        if isinstance(reached, str):
+            return reached
+        for row in reached:
+            times.setdefault(row.tag, row.end_us)
+    found: dict[int, list[datetime | None]] = {id(batch): [] for batch in pending}
+    for tag, (batch, _) in enumerate(entries):
+        found[id(batch)].append(EPOCH + times[tag] * _US if tag in times else None)
+    return {key: tuple(value) for key, value in found.items()}
