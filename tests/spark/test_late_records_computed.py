@@ -139,6 +139,9 @@ def test_scenario_expect_late_evaluates_the_parsed_event_time(tmp_path, spark):
     failing.write_text(SCENARIO.replace("count: 1", "count: 0"))
     result = run_scenario(failing, topology=dedup_then_sessions, spark=spark)
     assert not result.passed and "expected 0, actual 1" in str(result.failure)
+    # the failure's timeline (and picture) has the event times the query parsed
+    assert [b.input_event_times for b in result.batches if b.input_records] == [
+        (at(30),), (at(14),)]
 
 
 def test_the_picture_draws_records_at_the_event_time_parsed_from_the_value(

@@ -6,6 +6,7 @@ The file format is documented in :mod:`pyspark_streamtest.gates.scenario_file`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -176,8 +177,13 @@ def run_scenario(
                 runner = _Runner(loaded, driver)
                 for current in loaded.steps:
                     runner.run(current)
+            except AssertionError:
+                # the failure's timeline and picture: event times as the query has them
+                with contextlib.suppress(Exception):  # the failure is what matters
+                    batches = driver.evaluate_event_times()
+                raise
             finally:
-                batches = driver.batches
+                batches = batches or driver.batches
     except AssertionError as failure:
         return ScenarioResult(loaded, batches, time.perf_counter() - began,
                               failure=_at_step(loaded, current, failure), failed_step=current)
