@@ -161,3 +161,47 @@ def test_the_picture_draws_records_at_the_event_time_parsed_from_the_value(
         (at(31),), (at(3), None)]  # the unparsable value never reaches the watermark
     assert [x.record.key for x in driver.batches[-1].late_records] == ["b"]
     assert "window it was dropped from" in Path(path).read_text(encoding="utf-8")
+
+
+def parsed_expiring(t: Topology) -> None:
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from tests.spark.test_time_and_state import _expire_after_10s
+
+    clicks = parsed(t, "clicks", CLICK).select("user", F.col("at").alias("ts"))
+    t.output("activity", clicks.withWatermark("ts", "5 seconds").groupBy("user")
+             .applyInPandasWithState(_expire_after_10s, "user STRING, count LONG, kind STRING",
+                                     "count LONG", "Update", GroupStateTimeout.EventTimeTimeout),
+             output_mode="update")
+
+
+def test_grouped_state_with_event_time_timeouts_and_parsed_event_time(topology_driver):
+    driver = topology_driver(parsed_expiring)
+    clicks = driver.create_input_topic("clicks", key_serializer="string",
+                                       value_serializer="json")
+    clicks.pipe_input("a", click("a", 30))
+    driver.process_all_available()  # watermark 25 s
+    clicks.pipe_input("b", click("b", 3))
+    clicks.pipe_input("c", click("c", 26))
+    ran = driver.process_all_available()
+    assert [(x.record.key, x.watermark, x.operator_id) for x in driver.late_records("activity")
+            ] == [("b", at(25), 0)]
+    assert ran[0].num_rows_dropped_by_watermark == 1
+
+
+def distinct_clicks(t: Topology) -> None:
+    clicks = parsed(t, "clicks", CLICK).withWatermark("at", "10 seconds")
+    t.output("distinct", clicks.distinct())  # a stateful aggregation over every column
+
+
+def test_a_streaming_distinct_drops_by_its_event_time_column(topology_driver):
+    driver = topology_driver(distinct_clicks)
+    clicks = driver.create_input_topic("clicks", key_serializer="string",
+                                       value_serializer="json")
+    clicks.pipe_input("a", click("a", 30))
+    driver.process_all_available()  # watermark 20 s
+    for key in ("b", "b", "c"):
+        clicks.pipe_input(key, click("b", 14))  # the same late click three times
+    ran = driver.process_all_available()
+    assert [x.record.key for x in driver.late_records("distinct")] == ["b", "b", "c"]
+    assert ran[0].num_rows_dropped_by_watermark == 3

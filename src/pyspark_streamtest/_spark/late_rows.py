@@ -31,9 +31,12 @@ TAG = "__streamtest_record"
 _DELAY_KEY = "spark.watermarkDelayMs"
 _ROW_WISE = (
     "Filter", "SubqueryAlias", "EventTimeWatermark", "Generate", "Union", "Sort",
-    "Repartition", "RepartitionByExpression", "Join", "Distinct", "View",
+    "Repartition", "RepartitionByExpression", "Join", "View",
 )
-_STATEFUL = ("Aggregate", "Deduplicate", "FlatMapGroups", "TransformWithState")
+# Analyzed-plan names of nodes that run as stateful operators (each one has a place in
+# the progress' stateOperators); the first two pass the rows they keep through as they are.
+_PASS_THROUGH = ("Deduplicate", "Distinct")
+_STATEFUL = (*_PASS_THROUGH, "Aggregate", "FlatMapGroups", "TransformWithState", "GlobalLimit")
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def _stateful_below(plan: JavaObject) -> str | None:
     while stack:
         node = stack.pop()
         name = str(node.nodeName())
-        if _is_stateful(node) and not name.startswith("Deduplicate"):
+        if _is_stateful(node) and not name.startswith(_PASS_THROUGH):
             return name
         stack.extend(_children(node))
     return None
@@ -128,13 +131,16 @@ def _operator(index: int, node: JavaObject) -> LateOperator | str | None:
                 if str(k.nodeName()) == "AttributeReference"]
         inputs = [_input(None, kids[0], next(
             (k for k in keys if k.metadata().contains(_DELAY_KEY)), None))]
-    elif name.startswith("Deduplicate"):
+    elif name.startswith(_PASS_THROUGH):
         inputs = [_input(None, kids[0], _late_attribute(kids[0].output()))]
+    elif name == "GlobalLimit":  # a streaming limit keeps a count, drops nothing as late
+        return None
     elif name.startswith("FlatMapGroups"):
-        # (flat)MapGroupsWithState drops late rows only with event-time timeouts.
+        # (flat)MapGroupsWithState drops late rows only with event-time timeouts; its
+        # first child is the grouped input (the second, if any, the initial state).
         if "EventTimeTimeout" not in str(node.timeout().toString()):
             return None
-        inputs = [_input(None, kids[-1], _late_attribute(kids[-1].output()))]
+        inputs = [_input(None, kids[0], _late_attribute(kids[0].output()))]
     else:
         return f"which rows {name} drops as late is not modelled"
     found = tuple(i for i in inputs if i is not None)
@@ -200,7 +206,7 @@ class _Rebuild:
             if source is None:
                 raise _UnsupportedPlanError(f"a streaming source the driver does not feed ({name})")
             return source
-        if name.startswith("Deduplicate"):
+        if name.startswith(_PASS_THROUGH):  # as a batch it would deduplicate the batch
             return self(kids[0])
         rebuilt = [self(kid) for kid in kids]
         if name == "Project":

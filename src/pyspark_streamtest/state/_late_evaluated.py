@@ -129,7 +129,7 @@ def _check_counts(
             if spark is None:
                 continue
             agrees = (ours >= spark and (ours > 0) == (spark > 0)
-                      if operator.kind == "Aggregate" else ours == spark)
+                      if operator.kind in ("Aggregate", "Distinct") else ours == spark)
             if not agrees:
                 raise InvalidArgumentError(
                     f"cannot tell which records output {output!r} drops as late: in batch "
