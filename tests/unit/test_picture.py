@@ -140,3 +140,14 @@ def replace_late(record, late):
     from dataclasses import replace
 
     return replace(record, late_records=(late,))
+
+
+def test_a_window_is_a_faint_band_from_the_batch_that_opened_it_to_its_emission():
+    _, elements = shapes(timeline_svg(HISTORY))  # [0, 10) opened by batch 0, emitted by 2
+    bands = [e for e in elements if e.tag == f"{NS}rect" and e.get("fill") == "#607d8b"]
+    assert len(bands) == 1 + 1  # the window, and its legend entry
+    band, green = bands[0], next(e for e in elements if e.tag == f"{NS}rect"
+                                 and e.get("fill") == "#2ca02c" and e.get("fill-opacity"))
+    assert float(band.get("width")) > 0 and band.get("height") == green.get("height")
+    texts = [e.text for e in elements if e.tag == f"{NS}text"]
+    assert "window open until emitted" in texts

@@ -6,8 +6,10 @@ Each micro-batch is a column at its processing time (x). In it:
 * records a stateful operator dropped as late are red crosses (where the driver knows
   them exactly: :attr:`~pyspark_streamtest.BatchRecord.late_records`);
 * every row the batch emitted with a window (a ``start``/``end`` struct) is a green bar
-  spanning the window's event time, labelled with the row's other fields; rows without
-  a window are green triangles along the top;
+  spanning the window's event time, labelled with the row's other fields (cut to fit);
+  a faint grey band shows the window open, from the first batch that read a record in
+  it to the batch that emitted it; rows without a window are green triangles along the
+  top; windows records were dropped from are faint red bars;
 * the watermark each batch ran with is a step line (dashed after the last batch: the
   watermark the next batch will use), one per output with a watermark.
 
@@ -40,6 +42,7 @@ _INPUT_COLOURS = ("#1f77b4", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7
 _WATERMARK_COLOURS = ("#444444", "#d62728", "#2ca02c")
 _EMIT = "#2ca02c"
 _LATE = "#d62728"
+_OPEN = "#607d8b"
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,26 @@ def _event_times(batch: BatchRecord) -> list[tuple[TestRecord, datetime | None]]
     return list(zip(batch.input_records, times, strict=True))
 
 
+def _open_windows(
+    batches: Sequence[BatchRecord], xs: Sequence[float],
+    placed: Sequence[list[tuple[TestRecord, datetime | None]]],
+) -> list[tuple[tuple[datetime, datetime], float, float]]:
+    """Per window an output emitted: the window, and the x of the first batch of that
+    output that read a record inside it and of the batch that first emitted it."""
+    found, seen = [], set()
+    for index, batch in enumerate(batches):
+        for window in dict.fromkeys(w for r in batch.output_records if (w := _window(r.value))):
+            if (batch.output, window) in seen:
+                continue  # update mode emits a window again: it opened once
+            seen.add((batch.output, window))
+            first = next((xs[i] for i in range(index + 1) if batches[i].output == batch.output
+                          and any(t is not None and window[0] <= t < window[1]
+                                  for _, t in placed[i])), None)
+            if first is not None and first < xs[index]:
+                found.append((window, first, xs[index]))
+    return found
+
+
 def _fit(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "\u2026"
 
@@ -151,7 +174,8 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
         _Shape("text", _WIDTH / 2, 26, text=title, size=15, anchor="middle"),
         _Shape("rect", _LEFT, _TOP, plot_w, plot_h, "#fafafa"),
     ]
-    for tick in _ticks(x_low, x_high):
+    # batches all run at one instant stand side by side: that instant is the only tick
+    for tick in _ticks(x_low, x_high) if len(set(times)) > 1 else times[:1]:
         shapes.append(_Shape("line", 0, 0, colour="#e0e0e0",
                              points=((px(tick), _TOP), (px(tick), _TOP + plot_h))))
         shapes.append(_Shape("text", px(tick), _TOP + plot_h + 18,
@@ -200,8 +224,14 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
                 after = py(to_ms(last.watermark_after))
                 shapes.append(_Shape("path", 0, 0, colour=colour, dashed=True,
                                      points=(points[-1], (points[-1][0], after), (end, after))))
-    # emitted rows
+    # open windows: from the first batch that read a record of the window to the batch
+    # that emitted it, a faint band over the window's event time
     bar = max(4.0, min(14.0, plot_w / max(1, len(batches)) / 3))
+    for window, first_x, emit_x in _open_windows(batches, spread, placed):
+        top, bottom = py(to_ms(window[1])), py(to_ms(window[0]))
+        shapes.append(_Shape("rect", first_x - bar / 2, top, emit_x - first_x, bottom - top,
+                             _OPEN, opacity=0.12))
+    # emitted rows
     labelled = sum(len(b.output_records) for b in batches) <= 24
     for batch, at in zip(batches, spread, strict=True):
         loose = 0
@@ -250,6 +280,8 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
         entries.append(("rect-late", _LATE, "window it was dropped from"))
     entries.extend(("line", _WATERMARK_COLOURS[i % len(_WATERMARK_COLOURS)],
                     f"watermark of '{name}'") for i, name in enumerate(outputs))
+    if _open_windows(batches, spread, placed):
+        entries.append(("rect-open", _OPEN, "window open until emitted"))
     entries.append(("rect", _EMIT, "emitted window row"))
     entries.append(("triangle", _EMIT, "emitted row, no window"))
     for index, (kind, colour, text) in enumerate(entries):
@@ -258,8 +290,8 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
             shapes.append(_Shape("line", 0, 0, colour=colour,
                                  points=((x0 - 6, y), (x0 + 8, y))))
         elif kind.startswith("rect"):
-            shapes.append(_Shape("rect", x0 - 3, y - 7, 7, 14, colour,
-                                 opacity=0.2 if kind == "rect-late" else 0.35))
+            opacity = {"rect-late": 0.2, "rect-open": 0.12}.get(kind, 0.35)
+            shapes.append(_Shape("rect", x0 - 3, y - 7, 7, 14, colour, opacity=opacity))
         else:
             shapes.append(_Shape(kind, x0, y, w=5 if kind != "cross" else 6, colour=colour))
         # the legend column is _RIGHT - 32 px wide: about 6.2 px a character at size 11
