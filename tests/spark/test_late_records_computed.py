@@ -43,14 +43,18 @@ def clicked_ads(t: Topology) -> None:
         "shown_ad = clicked_ad AND clicked_at BETWEEN shown_at AND shown_at + interval 1 minute")))
 
 
+def json_topic(driver, topic: str):
+    """A Kafka input piped with string keys and JSON values."""
+    return driver.create_input_topic(topic, key_serializer="string", value_serializer="json")
+
+
 def click(user: str, second: float, url: str = "/") -> dict[str, str]:
     return {"user": user, "url": url, "at": at(second).isoformat()}
 
 
 def test_event_time_parsed_from_the_value_is_evaluated_as_the_query_does(topology_driver):
     driver = topology_driver(windowed)  # 10 s windows every 5 s, delay 10 s
-    clicks = driver.create_input_topic("clicks", key_serializer="string",
-                                       value_serializer="json")
+    clicks = json_topic(driver, "clicks")
     raw = driver.create_input_topic("clicks", value_serializer="bytes")
     clicks.pipe_input("a", click("a", 31))
     driver.process_all_available()  # watermark 21 s
@@ -73,8 +77,7 @@ def test_event_time_parsed_from_the_value_is_evaluated_as_the_query_does(topolog
 
 def test_chained_operators_name_the_one_that_dropped_each_record(topology_driver):
     driver = topology_driver(dedup_then_sessions)  # both compare with the same watermark
-    clicks = driver.create_input_topic("clicks", key_serializer="string",
-                                       value_serializer="json")
+    clicks = json_topic(driver, "clicks")
     clicks.pipe_input("a", click("a", 1))
     clicks.pipe_input("a", click("a", 30, "/x"))
     driver.process_all_available()  # watermark 20 s
@@ -92,10 +95,8 @@ def test_chained_operators_name_the_one_that_dropped_each_record(topology_driver
 
 def test_a_join_drops_a_side_by_its_own_event_time_column(topology_driver):
     driver = topology_driver(clicked_ads)
-    shown = driver.create_input_topic("impressions", key_serializer="string",
-                                      value_serializer="json")
-    clicked = driver.create_input_topic("ad-clicks", key_serializer="string",
-                                        value_serializer="json")
+    shown = json_topic(driver, "impressions")
+    clicked = json_topic(driver, "ad-clicks")
     shown.pipe_input("a", {"ad": "a", "at": at(100).isoformat()})
     clicked.pipe_input("a", {"ad": "a", "at": at(100).isoformat()})
     driver.process_all_available()  # watermark min(90, 80) = 80 s
@@ -147,8 +148,7 @@ def test_scenario_expect_late_evaluates_the_parsed_event_time(tmp_path, spark):
 def test_the_picture_draws_records_at_the_event_time_parsed_from_the_value(
         topology_driver, tmp_path):
     driver = topology_driver(windowed)
-    clicks = driver.create_input_topic("clicks", key_serializer="string",
-                                       value_serializer="json")
+    clicks = json_topic(driver, "clicks")
     raw = driver.create_input_topic("clicks", value_serializer="bytes")
     clicks.pipe_input("a", click("a", 31), timestamp=at(0))  # Kafka timestamp 0 s
     driver.process_all_available()
@@ -177,8 +177,7 @@ def parsed_expiring(t: Topology) -> None:
 
 def test_grouped_state_with_event_time_timeouts_and_parsed_event_time(topology_driver):
     driver = topology_driver(parsed_expiring)
-    clicks = driver.create_input_topic("clicks", key_serializer="string",
-                                       value_serializer="json")
+    clicks = json_topic(driver, "clicks")
     clicks.pipe_input("a", click("a", 30))
     driver.process_all_available()  # watermark 25 s
     clicks.pipe_input("b", click("b", 3))
@@ -196,8 +195,7 @@ def distinct_clicks(t: Topology) -> None:
 
 def test_a_streaming_distinct_drops_by_its_event_time_column(topology_driver):
     driver = topology_driver(distinct_clicks)
-    clicks = driver.create_input_topic("clicks", key_serializer="string",
-                                       value_serializer="json")
+    clicks = json_topic(driver, "clicks")
     clicks.pipe_input("a", click("a", 30))
     driver.process_all_available()  # watermark 20 s
     for key in ("b", "b", "c"):
