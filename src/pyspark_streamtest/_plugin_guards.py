@@ -73,6 +73,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:  # a failing teardown still gets its leaked drivers closed
         left = _close_left_open(item)
         _note_jvm_death(item)
+        _forget_runs()
     if not left:
         return result
     from .errors import DriverLeftOpenError
@@ -83,6 +84,14 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         "TopologyTestDriver(...) as driver:` or driver.close()), or make it with the "
         "topology_driver fixture, which closes it"
     )
+
+
+def _forget_runs() -> None:
+    """Nothing carries over between tests: the runs ``run_topology`` kept are dropped
+    (only if the module was imported: it imports hypothesis)."""
+    runs = sys.modules.get("pyspark_streamtest.testing._runs")
+    if runs is not None:
+        runs.clear_run_cache()
 
 
 def _note_jvm_death(item: pytest.Item) -> None:

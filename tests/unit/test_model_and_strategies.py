@@ -139,13 +139,17 @@ def test_schedules_pipe_every_event_once_and_end_drained(schedule):
 def test_a_counterexample_shrinks_to_a_few_records():
     """Look for a schedule where deduplication drops a record as late (out of up to 12
     records in up to 4 batches): hypothesis shrinks it to a few records and steps. Two
-    records and an idle tick is the least; derandomized (as in CI) it stops at four."""
+    records and an idle tick is the least; derandomized (as in CI) it stops at four or
+    five: where it stops depends on the process it runs in (importing one more module
+    changes it), because deleting a record moves the event times of the records after
+    it (the strategy's clock steps are relative), which the shrinker cannot always
+    undo."""
     op = Deduplicate(delay=2 * S)
     found = find(sst.schedules(sst.events(late=0.3, late_by=2 * S, max_size=12),
                                max_batches=4),
                  lambda s: any(b.late for b in simulate(s, op)),
                  settings=settings(max_examples=2000, database=None, derandomize=True))
-    assert len(found.events) <= 4, str(found)
+    assert len(found.events) <= 5, str(found)
     assert len(found.steps) <= 8, str(found)
 
 
@@ -179,3 +183,20 @@ def test_every_default_works_with_a_coarse_resolution(resolution):
     step = resolution // timedelta(milliseconds=1)
     assert all((to_ms(e.timestamp) - to_ms(T0)) % step == 0 for e in events)
     sst.events(resolution=resolution, late_by=timedelta(milliseconds=1))  # late=0: unused
+
+
+def test_spark_settings_leave_out_what_costs_spark_runs_without_shrinking():
+    from hypothesis import HealthCheck, Phase
+
+    chosen = sst.spark_settings()
+    assert chosen.deadline is None
+    assert HealthCheck.too_slow in chosen.suppress_health_check
+    assert Phase.explain not in chosen.phases
+    assert Phase.shrink in chosen.phases and Phase.generate in chosen.phases
+    assert chosen.report_multiple_bugs is False
+    assert chosen.max_examples == 25
+    changed = sst.spark_settings(max_examples=3, derandomize=True, database=None)
+    assert (changed.max_examples, changed.derandomize, changed.database) == (3, True, None)
+    assert changed.deadline is None  # the rest stays
+    with pytest.raises(InvalidArgument):
+        sst.spark_settings(max_examples=0)

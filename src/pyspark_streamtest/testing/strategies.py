@@ -1,4 +1,5 @@
-"""Hypothesis strategies for streaming tests, and a runner for what they generate.
+"""Hypothesis strategies for streaming tests, the runners for what they generate, and
+settings that suit Spark.
 
 Builders follow hypothesis' conventions: nouns, keyword-only options, arguments checked
 up front (``InvalidArgument``), sub-strategies as parameters. Every random choice is
@@ -15,16 +16,15 @@ shrinks to a few records in a few batches, printed one step per line by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..core.records import BatchRecord, TestRecord
 from ..core.time import DEFAULT_START_TIME
 from ..errors import hide_our_frames
+from ._runs import clear_run_cache, run_schedule, run_topology, spark_settings
 from .schedule import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Step, Tick
 
 __tracebackhide__ = hide_our_frames
@@ -37,10 +37,13 @@ __all__ = [
     "Restart",
     "Schedule",
     "Tick",
+    "clear_run_cache",
     "event_keys",
     "events",
     "run_schedule",
+    "run_topology",
     "schedules",
+    "spark_settings",
 ]
 
 
@@ -205,53 +208,3 @@ def schedules(
     _check_duration("advance_by", advance_by)
     return _schedules(events_strategy if events_strategy is not None else events(),
                       max_batches, idle_ticks, restarts, watermark_advances, advance_by)
-
-
-def run_schedule(
-    driver: Any,
-    schedule: Schedule,
-    *,
-    input: str = "events",
-    output: str = "out",
-    trigger_interval: timedelta = timedelta(seconds=1),
-) -> tuple[BatchRecord, ...]:
-    """Run ``schedule`` through ``driver`` and return the batches of ``output``.
-
-    ``Pipe`` pipes the events into ``input`` in one call: as rows ``{"key", "value"}``
-    with event time ``timestamp`` (plain inputs, whose timestamp column is filled), or
-    as string key and value with that Kafka timestamp (Kafka inputs; a None value is a
-    tombstone). ``Tick`` advances the wall clock by ``trigger_interval`` (the driver's),
-    ``Drain`` is :meth:`~pyspark_streamtest.TopologyTestDriver.process_all_available`,
-    ``Restart`` is :meth:`~pyspark_streamtest.TopologyTestDriver.restart`, and
-    ``AdvanceWatermark(to)`` calls ``advance_watermark_to(to, output=output)`` when
-    ``to`` is above the output's watermark, else only drains.
-    """
-    handle = driver.create_input_topic(input)
-    if handle.is_kafka:
-        handle = driver.create_input_topic(input, key_serializer="string",
-                                           value_serializer="string")
-    for step in schedule.steps:
-        if isinstance(step, Pipe):
-            handle.pipe_record_list(_records(step.events, kafka=handle.is_kafka))
-        elif isinstance(step, Tick):
-            driver.advance_wall_clock(trigger_interval)
-        elif isinstance(step, Drain):
-            driver.process_all_available()
-        elif isinstance(step, Restart):
-            driver.restart()
-        elif isinstance(step, AdvanceWatermark):
-            current = driver.watermark(output)
-            if current is not None and step.to > current:
-                driver.advance_watermark_to(step.to, output=output)
-            else:
-                driver.process_all_available()
-        else:  # pragma: no cover
-            raise TypeError(f"unknown step {step!r}")
-    return tuple(b for b in driver.batches if b.output == output)
-
-
-def _records(piped: Sequence[Event], *, kafka: bool) -> list[TestRecord]:
-    if kafka:
-        return [TestRecord(key=e.key, value=e.value, timestamp=e.timestamp) for e in piped]
-    return [TestRecord(value={"key": e.key, "value": e.value}, timestamp=e.timestamp)
-            for e in piped]
