@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from hypothesis import given, settings
+from hypothesis import given
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Topology, TopologyTestDriver
+from pyspark_streamtest import Topology
 from pyspark_streamtest.testing import strategies as sst
 from pyspark_streamtest.testing.invariants import (
     assert_matches_model,
@@ -34,12 +34,13 @@ def clicks_per_user(t: Topology) -> None:
 MODEL = WindowedCount(size=5 * S, delay=4 * S, mode="append")
 
 
-@settings(max_examples=int(os.environ.get("STREAMTEST_EXAMPLES", "25")))
+@sst.spark_settings(max_examples=int(os.environ.get("STREAMTEST_EXAMPLES", "25")))
 @given(sst.schedules(sst.events(max_disorder=4 * S, late=0.2, late_by=4 * S, max_size=10),
                      max_batches=4, watermark_advances=0.2))
 def test_clicks_per_user_keeps_spark_promises(spark, schedule):
-    with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
-        batches = sst.run_schedule(driver, schedule, input="clicks", output="counts")
-    assert_matches_model(batches, simulate(schedule, MODEL), context=f"schedule:\n{schedule}")
+    expected = simulate(schedule, MODEL)            # the model first: milliseconds
+    batches = sst.run_topology(clicks_per_user, schedule, spark=spark,
+                               input="clicks", output="counts")
+    assert_matches_model(batches, expected, context=f"schedule:\n{schedule}")
     assert_watermark_never_goes_back(batches)
     assert_no_late_rows(batches, lambda row: row["window"]["end"])
