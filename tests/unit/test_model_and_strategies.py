@@ -139,11 +139,10 @@ def test_schedules_pipe_every_event_once_and_end_drained(schedule):
 def test_a_counterexample_shrinks_to_a_few_records():
     """Look for a schedule where deduplication drops a record as late (out of up to 12
     records in up to 4 batches): hypothesis shrinks it to a few records and steps. Two
-    records and an idle tick is the least; derandomized (as in CI) it stops at four or
-    five: where it stops depends on the process it runs in (importing one more module
-    changes it), because deleting a record moves the event times of the records after
-    it (the strategy's clock steps are relative), which the shrinker cannot always
-    undo."""
+    records and an idle tick is the least; derandomized (as in CI) it stops at five in
+    two batches: deleting a record shifts which records the schedule's batch splits
+    (drawn one per record, after the records) fall before, which the shrinker cannot
+    always undo."""
     op = Deduplicate(delay=2 * S)
     found = find(sst.schedules(sst.events(late=0.3, late_by=2 * S, max_size=12),
                                max_batches=4),

@@ -82,7 +82,7 @@ def _events(draw: Any, keys: st.SearchStrategy[str], values: st.SearchStrategy[s
     steps = max_step // resolution
     disorder = max_disorder // resolution
     hot = draw(keys)
-    clock = start
+    clock = 0  # in resolutions since start
     out: list[Event] = []
     # "one more?" before each event, as hypothesis' own lists do: deleting an event
     # deletes its draws, so examples shrink one event at a time
@@ -90,10 +90,15 @@ def _events(draw: Any, keys: st.SearchStrategy[str], values: st.SearchStrategy[s
         if out and duplicates and _chance(draw, duplicates):
             out.append(out[draw(st.integers(0, len(out) - 1))])  # an exact copy, again
             continue
-        clock += resolution * draw(st.integers(0, steps))
-        when = clock - resolution * draw(st.integers(0, disorder))
+        # The clock's new position is drawn as a position, not as a step: when the
+        # shrinker deletes an event, the events after it keep their times wherever the
+        # step bound still allows (a drawn step would move all of them). It shrinks to
+        # the bound nearest zero: the clock not moving.
+        clock = draw(st.integers(clock, clock + steps))
+        when = start + resolution * clock - resolution * -draw(st.integers(-disorder, 0))
         if late and _chance(draw, late):
-            when = clock - late_by - resolution * draw(st.integers(1, max(1, disorder + 1)))
+            when = (start + resolution * clock - late_by
+                    - resolution * draw(st.integers(1, max(1, disorder + 1))))
         key = hot if key_skew and _chance(draw, key_skew) else draw(keys)
         value = None if tombstones and _chance(draw, tombstones) else draw(values)
         out.append(Event(key, value, when))
