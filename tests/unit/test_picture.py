@@ -145,9 +145,30 @@ def replace_late(record, late):
 def test_a_window_is_a_faint_band_from_the_batch_that_opened_it_to_its_emission():
     _, elements = shapes(timeline_svg(HISTORY))  # [0, 10) opened by batch 0, emitted by 2
     bands = [e for e in elements if e.tag == f"{NS}rect" and e.get("fill") == "#607d8b"]
-    assert len(bands) == 1 + 1  # the window, and its legend entry
+    assert len(bands) == 2 + 1  # [0, 10), [20, 30) still open, and the legend entry
     band, green = bands[0], next(e for e in elements if e.tag == f"{NS}rect"
                                  and e.get("fill") == "#2ca02c" and e.get("fill-opacity"))
     assert float(band.get("width")) > 0 and band.get("height") == green.get("height")
     texts = [e.text for e in elements if e.tag == f"{NS}text"]
     assert "window open until emitted" in texts
+
+
+def test_a_window_still_open_after_the_last_batch_reaches_the_right_edge():
+    """[20, 30) holds record c (batch 1) and is never emitted: the emitted [0, 10) shows a
+    10 s tumbling grid, so its band runs from batch 1 to the plot's right edge. Record d
+    (late, dropped) opens nothing."""
+    _, elements = shapes(timeline_svg(HISTORY))
+    bands = [e for e in elements if e.tag == f"{NS}rect" and e.get("fill") == "#607d8b"]
+    emitted, still_open = bands[0], bands[1]
+    right = float(still_open.get("x")) + float(still_open.get("width"))
+    assert right > float(emitted.get("x")) + float(emitted.get("width"))
+    dots = [float(e.get("cx")) for e in elements  # the records (the legend's has no opacity)
+            if e.tag == f"{NS}circle" and e.get("fill-opacity")]
+    assert right > max(dots) + 20  # past the last batch's column, to the plot's edge
+    # sliding windows (starts not on multiples of the length) draw no still-open band
+    sliding = [HISTORY[0], HISTORY[1], batch(2, 3, s(17), s(17), outputs=[
+        {"window": {"start": s(-5), "end": s(5)}, "user": "a", "count": 1},
+        {"window": {"start": s(0), "end": s(10)}, "user": "a", "count": 1}])]
+    _, elements = shapes(timeline_svg(sliding))
+    bands = [e for e in elements if e.tag == f"{NS}rect" and e.get("fill") == "#607d8b"]
+    assert len(bands) == 2 + 1  # the two emitted windows' bands and the legend entry

@@ -8,8 +8,10 @@ Each micro-batch is a column at its processing time (x). In it:
 * every row the batch emitted with a window (a ``start``/``end`` struct) is a green bar
   spanning the window's event time, labelled with the row's other fields (cut to fit);
   a faint grey band shows the window open, from the first batch that read a record in
-  it to the batch that emitted it; rows without a window are green triangles along the
-  top; windows records were dropped from are faint red bars;
+  it to the batch that emitted it (to the right edge for a window still open after the
+  last batch, drawn where the emitted windows show one tumbling grid); rows without a
+  window are green triangles along the top; windows records were dropped from are faint
+  red bars;
 * the watermark each batch ran with is a step line (dashed after the last batch: the
   watermark the next batch will use), one per output with a watermark.
 
@@ -29,7 +31,7 @@ from xml.sax.saxutils import escape
 
 from ..core._stable import stable_json
 from ..core.records import BatchRecord, TestRecord
-from ..core.time import to_ms
+from ..core.time import from_ms, to_ms
 from ..errors import InvalidArgumentError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames
@@ -112,10 +114,12 @@ def _event_times(batch: BatchRecord) -> list[tuple[TestRecord, datetime | None]]
 def _open_windows(
     batches: Sequence[BatchRecord], xs: Sequence[float],
     placed: Sequence[list[tuple[TestRecord, datetime | None]]],
-) -> list[tuple[tuple[datetime, datetime], float, float]]:
+) -> list[tuple[tuple[datetime, datetime], float, float | None]]:
     """Per window an output emitted: the window, and the x of the first batch of that
-    output that read a record inside it and of the batch that first emitted it."""
-    found, seen = [], set()
+    output that read a record inside it and of the batch that first emitted it. Then the
+    windows still open after the last batch (x None), see :func:`_still_open`."""
+    found: list[tuple[tuple[datetime, datetime], float, float | None]] = []
+    seen: set[tuple[str, tuple[datetime, datetime]]] = set()
     for index, batch in enumerate(batches):
         for window in dict.fromkeys(w for r in batch.output_records if (w := _window(r.value))):
             if (batch.output, window) in seen:
@@ -126,7 +130,41 @@ def _open_windows(
                                   for _, t in placed[i])), None)
             if first is not None and first < xs[index]:
                 found.append((window, first, xs[index]))
+    for output in dict.fromkeys(b.output for b in batches):
+        found.extend(_still_open(batches, xs, placed, output,
+                                 {w for o, w in seen if o == output}))
     return found
+
+
+def _still_open(
+    batches: Sequence[BatchRecord], xs: Sequence[float],
+    placed: Sequence[list[tuple[TestRecord, datetime | None]]], output: str,
+    emitted: set[tuple[datetime, datetime]],
+) -> list[tuple[tuple[datetime, datetime], float, float | None]]:
+    """The windows ``output`` holds open at the end: only where the windows it emitted
+    are one tumbling grid (one length, every start a multiple of it since the epoch),
+    so that the window of a record it read and kept is known; then each such window no
+    batch emitted, from the first batch that read a record in it. Sliding, offset and
+    session windows, or an output that emitted no window, draw none."""
+    lengths = {to_ms(end) - to_ms(start) for start, end in emitted}
+    if len(lengths) != 1:
+        return []
+    size = lengths.pop()
+    if size <= 0 or any(to_ms(start) % size for start, _ in emitted):
+        return []
+    opened: dict[tuple[datetime, datetime], float] = {}
+    for index, batch in enumerate(batches):
+        if batch.output != output:
+            continue
+        dropped = [late.record for late in batch.late_records or ()]
+        for record, when in placed[index]:
+            if when is None or record in dropped:
+                continue
+            start = to_ms(when) - to_ms(when) % size
+            window = (from_ms(start), from_ms(start + size))
+            if window not in emitted:
+                opened.setdefault(window, xs[index])
+    return [(window, first, None) for window, first in opened.items()]
 
 
 def _fit(text: str, chars: int) -> str:
@@ -228,7 +266,11 @@ def _scene(batches: Sequence[BatchRecord], title: str) -> list[_Shape]:
     # that emitted it, a faint band over the window's event time
     bar = max(4.0, min(14.0, plot_w / max(1, len(batches)) / 3))
     for window, first_x, emit_x in _open_windows(batches, spread, placed):
-        top, bottom = py(to_ms(window[1])), py(to_ms(window[0]))
+        if emit_x is None:  # still open after the last batch: to the plot's right edge
+            emit_x = px(x_high)
+        # clipped to the plot: a still-open window may reach past every time plotted
+        top = max(float(_TOP), py(to_ms(window[1])))
+        bottom = min(float(_TOP + plot_h), py(to_ms(window[0])))
         shapes.append(_Shape("rect", first_x - bar / 2, top, emit_x - first_x, bottom - top,
                              _OPEN, opacity=0.12))
     # emitted rows
