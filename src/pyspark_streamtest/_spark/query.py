@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -105,6 +106,9 @@ def stop_query(
             errors.append(error)
 
     run_id = str(jquery.runId().toString())
+    # A stream thread waiting in our clock runs no batch, so no task of the run can be
+    # running or be launched: only a query stopped mid-batch has tasks to wait for.
+    mid_batch = clock.next_trigger_ms is None
     stopper = threading.Thread(target=_stop, name="pyspark-streamtest-stop", daemon=True)
     stopper.start()
     deadline = time.monotonic() + timeout_s
@@ -118,35 +122,49 @@ def stop_query(
         raise TimeoutError(f"StreamingQuery.stop() did not return within {timeout_s:.0f} s")
     if callbacks is not None:
         callbacks.close()
-    _await_tasks_of(jquery, run_id, deadline)
+    if mid_batch:
+        _await_tasks_of(jquery, run_id, deadline)
     if errors:
         raise RuntimeError(f"stopping the query failed: {java_error_text(errors[0])}")
 
 
+_JOB_GROUP = "spark.jobGroup.id"  # SparkContext.SPARK_JOB_GROUP_ID, every version
 _RECENT_JOBS = 3
-"""How many of a query's newest jobs can still have tasks running when it stops."""
 
 
 def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
-    """Wait (until ``deadline``) for the tasks of the stopped query's jobs to end.
+    """Wait (until ``deadline``) for every task of a query stopped mid-batch to end.
 
-    Stopping a query cancels its jobs, but Spark kills their running tasks
-    asynchronously, and a task may still write state files into the checkpoint; the
-    checkpoint is deleted only after this. Each query's jobs are in the job group of its
-    run id; only its newest jobs can be running. Usually nothing runs and this is one
-    call into the JVM.
+    Stopping a query cancels its jobs (the job group of its run id), but Spark kills
+    their running tasks asynchronously, and a task may still write state files into the
+    checkpoint, which is deleted only after this. Two facts make the wait exact:
+
+    * once the status tracker, fed by the listener bus, shows none of the run's jobs
+      running, the cancellation has been processed and no further task of the run is
+      launched (the listener bus is drained first, so every job started is known);
+    * ``TaskSchedulerImpl.taskIdToTaskSetManager`` holds each launched task from its
+      launch until its final status, so no entry of the run's job group means no task.
     """
-    tracker = jquery.sparkSession().sparkContext().statusTracker()
+    context = jquery.sparkSession().sparkContext()
+    with contextlib.suppress(Exception):  # a TimeoutException: the waits below are bounded
+        context.listenerBus().waitUntilEmpty(max(1, int((deadline - time.monotonic()) * 1000)))
+    tracker = context.statusTracker()
+    # Only the run's newest jobs can still be running; its older ones ended long before.
     jobs = sorted(tracker.getJobIdsForGroup(run_id))[-_RECENT_JOBS:]
-    stages = []
-    for job in jobs:
-        info = tracker.getJobInfo(job)
-        if info.isDefined():
-            stages.extend(info.get().stageIds())
+    tasks = context.taskScheduler().taskIdToTaskSetManager()
     waited = threading.Event()
-    for stage in stages:
-        while time.monotonic() < deadline:
-            info = tracker.getStageInfo(stage)
-            if not info.isDefined() or info.get().numActiveTasks() == 0:
-                break
-            waited.wait(0.005)  # liveness check of Spark's task threads, bounded
+
+    def running() -> bool:
+        for job in jobs:
+            info = tracker.getJobInfo(job)
+            if info.isDefined() and str(info.get().status()) == "RUNNING":
+                return True
+        return any(  # (Py4J maps a java.util.Map to a Python mapping; a task that
+            # ended while we iterate reads as None)
+            manager is not None
+            and str(manager.taskSet().properties().getProperty(_JOB_GROUP)) == run_id
+            for manager in list(tasks.values())
+        )
+
+    while running() and time.monotonic() < deadline:
+        waited.wait(0.005)  # liveness check of Spark's task threads, bounded
