@@ -17,10 +17,10 @@ Fixtures:
 
 Open drivers:
 
-A test that leaves a driver open (made during the test, not by a fixture wider than
-the test, and neither closed nor used as a context manager) errors at teardown with
-:class:`~pyspark_streamtest.errors.DriverLeftOpenError` naming the test and the driver;
-the plugin closes the driver first, so the next test starts clean.
+A test that leaves a driver open (made during the test, not by a fixture wider than the test,
+and neither closed nor used as a context manager) errors at teardown with
+:class:`~pyspark_streamtest.errors.DriverLeftOpenError` naming the test and the driver; the
+plugin closes the driver first, so the next test starts clean.
 
 ``golden``
     ``golden(driver, name)`` compares the driver's batch history with
@@ -52,10 +52,12 @@ validate is a failing test naming its file, line and field.
 
 Failure reports:
 
-A failing test that made drivers (or a failing scenario) gets a "streamtest timeline"
-section per driver. ``--streamtest-timeline-dir DIR`` also writes each timeline as an
-SVG picture (:mod:`pyspark_streamtest.picture`) to DIR and records its path as the
-test's ``streamtest_timeline`` property, which ``--junitxml`` reports carry.
+A failing test that made drivers (or a failing scenario) gets a "streamtest timeline" section
+per driver. ``--streamtest-timeline-dir DIR`` also writes each timeline as an SVG picture
+(:mod:`pyspark_streamtest.picture`) to DIR and records its path as the test's
+``streamtest_timeline`` property, which ``--junitxml`` reports carry.
+``--streamtest-durations N`` lists the N slowest tests (0: all) with their time split into
+Spark's micro-batches, query starts and stops, state reads and the rest.
 
 Importing this module does not import PySpark or start Spark.
 """
@@ -72,6 +74,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 # The guards' hooks are this plugin's too (pluggy registers what the module holds).
+# The canned streams' fixtures are this plugin's too (pytest reads the module's names).
+from ._plugin_canned import clickstream as clickstream
+from ._plugin_canned import customers_cdc as customers_cdc
+from ._plugin_canned import iot_readings as iot_readings
+from ._plugin_canned import orders_payments as orders_payments
+from ._plugin_durations import add_durations_option, register_durations
 from ._plugin_guards import _SESSION
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
@@ -127,6 +135,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Let the 'spark' fixture's JVM log warnings and errors with their stack "
         "traces (default: errors only, one line each, none for failures a driver reports).",
     )
+    add_durations_option(group)
     group.addoption(
         "--streamtest-update-golden",
         action="store_true",
@@ -136,6 +145,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    register_durations(config)
     config.addinivalue_line(
         "markers",
         "streamtest_determinism(runs=3): run the test body several times and fail if the "
@@ -177,11 +187,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         pyspark_version = version("pyspark")
     except Exception:
         pyspark_version = "not installed"
+    workers = _xdist_workers(config)
     return [
         f"pyspark-streamtest {version('pyspark-streamtest')}: PySpark {pyspark_version}, "
         f"Java {_java_version()}, Python {sys.version.split()[0]}, "
-        f"spark master {_spark_master(config, _xdist_workers(config))}"
-        + (" per xdist worker" if _xdist_workers(config) > 1 else "")
+        f"spark master {_spark_master(config, workers)}"
+        + (" per xdist worker" if workers > 1 else "")
     ]
 
 
@@ -216,8 +227,8 @@ def _java_version() -> str:
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    first = (done.stderr or done.stdout).strip().splitlines()
-    return first[0].split('"')[1] if first and '"' in first[0] else "unknown"
+    first = ((done.stderr or done.stdout).strip().splitlines() or [""])[0]
+    return first.split('"')[1] if '"' in first else "unknown"
 
 
 def _parse_conf(items: list[str]) -> dict[str, str]:
@@ -228,8 +239,6 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
             raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got {item!r}")
         conf[key.strip()] = value
     return conf
-
-
 
 
 def _shared_session(config: pytest.Config) -> SparkSession:
@@ -425,36 +434,6 @@ class ScenarioItem(pytest.Item):
 
 class ScenarioFailedError(AssertionError):
     """A scenario's expectation or step failed (the message says which and how)."""
-
-
-def _canned(name: str) -> Any:
-    from .gates.canned import load
-
-    return load(name)
-
-
-@pytest.fixture
-def clickstream() -> Any:
-    """Clicks with out-of-order and late events (``pyspark_streamtest.canned``)."""
-    return _canned("clickstream")
-
-
-@pytest.fixture
-def customers_cdc() -> Any:
-    """A CDC changelog with upserts, tombstones and a re-created key."""
-    return _canned("customers_cdc")
-
-
-@pytest.fixture
-def iot_readings() -> Any:
-    """Sensor readings with a skewed clock, a gap and a late reading."""
-    return _canned("iot_readings")
-
-
-@pytest.fixture
-def orders_payments() -> Any:
-    """Orders and payments in two Kafka topics, for a stream-stream join."""
-    return _canned("orders_payments")
 
 
 @pytest.hookimpl(tryfirst=True)

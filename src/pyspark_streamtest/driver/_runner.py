@@ -24,6 +24,7 @@ from .._spark.providers import unload_providers
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from .._spark.sink import CollectingSink
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
+from ..core._costs import count_batches, spending
 from ..core._values import row_decoder
 from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH, from_ms
@@ -93,7 +94,7 @@ class QueryRunner:
         self.clock = _clock.ManualClock(now_ms, self._callbacks.note)
         self._sink = CollectingSink(self._jvm)
         try:
-            with scoped_sql_conf(self._jvm.spark, self._sql_conf):
+            with scoped_sql_conf(self._jvm.spark, self._sql_conf), spending("queries"):
                 self._jquery = self._start_query()
         except Exception as error:
             # Spark checks the query when it starts (unsupported operations, output modes).
@@ -135,8 +136,9 @@ class QueryRunner:
         if self._jquery is None or self.clock is None:
             return
         jquery, self._jquery = self._jquery, None
-        stop_query(jquery, self.clock, self._callbacks)
-        unload_providers(self._jvm, jquery, self.checkpoint)
+        with spending("queries"):
+            stop_query(jquery, self.clock, self._callbacks)
+            unload_providers(self._jvm, jquery, self.checkpoint)
         # The stream thread has ended: nothing in the JVM calls the clock or sink again.
         forget_proxies(self._jvm.gateway, self.clock, self._sink)
 
@@ -167,7 +169,8 @@ class QueryRunner:
     ) -> list[Reached] | str:
         """The rows reaching ``operator_input`` when the sources hold ``lines``."""
         leaves = {stream.raw_expr_id: stream.raw_attribute for stream in self._streams.values()}
-        return rows_reaching(self._jvm, operator_input, leaves, lines)
+        with spending("state reads"):
+            return rows_reaching(self._jvm, operator_input, leaves, lines)
 
     def enqueue_empty(self, input_name: str) -> None:
         """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
@@ -224,9 +227,10 @@ class QueryRunner:
         """Wait until the trigger(s) let run have finished; return the batches they ran."""
         assert self.clock is not None and self._sink is not None
         try:
-            self.clock.await_idle(
-                wait_calls_before + 1, self._jquery.isActive, self._timeout_s
-            )
+            with spending("batches"):
+                self.clock.await_idle(
+                    wait_calls_before + 1, self._jquery.isActive, self._timeout_s
+                )
         except _clock.QueryInactiveError:
             if self._retry is None:
                 self._retry = tuple(self._in_flight)
@@ -244,7 +248,9 @@ class QueryRunner:
                 f"within {self._timeout_s:.0f} s; raise the driver's timeout= if the batch is "
                 "legitimately slow"
             ) from None
-        return [self._record(batch_id, rows) for batch_id, rows in self._sink.take_batches()]
+        batches = [self._record(batch_id, rows) for batch_id, rows in self._sink.take_batches()]
+        count_batches(len(batches))
+        return batches
 
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None

@@ -23,6 +23,7 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructTy
 from .._spark.jvm import Jvm
 from .._spark.memory_stream import wrap_dataframe
 from .._spark.state import StoreMetadata, read_metadata, state_reader_options
+from ..core._costs import spending
 from ..core.time import utc_from_micros
 from ..errors import StateStoreError, hide_our_frames
 from .views import StateEntry, StateStoreView, Window, WindowStoreView
@@ -169,14 +170,15 @@ def _read_exact(
 ) -> tuple[StructType, list[dict[str, Any]], Callable[[], DataFrame]]:
     """(Spark's schema of the store, its rows decoded, a function making the rows a
     DataFrame with that schema). Timestamps are collected as microseconds."""
-    frame = spark.read.format("statestore").options(**options).load(checkpoint)
-    schema = frame.schema
-    exact = frame.select(*[
-        _map_timestamps(frame[f.name], f.dataType, F.unix_micros).alias(f.name)
-        for f in schema.fields
-    ])
-    exact_schema = exact.schema
-    raw = exact.collect()
+    with spending("state reads"):
+        frame = spark.read.format("statestore").options(**options).load(checkpoint)
+        schema = frame.schema
+        exact = frame.select(*[
+            _map_timestamps(frame[f.name], f.dataType, F.unix_micros).alias(f.name)
+            for f in schema.fields
+        ])
+        exact_schema = exact.schema
+        raw = exact.collect()
     plan = [
         (f.name, _exact_decoder(f.dataType, f"the state of output {output!r}: {f.name}",
                                 windows=f.name == "key" or (session and f.name == "value")))
