@@ -3,6 +3,9 @@
     python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
                          [--property-examples N] [--only all|state|memory|property]
                          [--json FILE]
+    python -m benchmarks --profile stateless|windowed|join|grouped-state [--steps N]
+    python -m benchmarks --compare BASE.json [--against NEW.json] [--chart FILE.svg]
+    python -m benchmarks --chart FILE.svg [--json FILE]
 
 Floors, measured first on the same warm session:
 
@@ -11,7 +14,13 @@ Floors, measured first on the same warm session:
 
 Every figure is a median over repeated steps after a warm-up. "Public API" rows drive the
 same pipeline the usual way: a JSON file source fed by writing files, a memory sink, and
-``processAllAvailable()``. Results are printed as a table and written as JSON.
+``processAllAvailable()``. Results are printed as a table and written as JSON, followed
+by one line per performance target: met or MISSED.
+
+``--compare`` and ``--chart`` measure nothing and start no Spark session: they read the
+results file (``--against``, else ``--json``) and print its comparison with BASE.json
+(one line per measure: both values, the change, better or worse, the target) or write a
+bar chart of its targeted rows as SVG.
 """
 
 from __future__ import annotations
@@ -37,6 +46,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pyspark_streamtest import Topology, TopologyTestDriver, test_spark_session
+
+from ._profile import profile_step
+from ._report import chart, compare, load_results, verdicts_text
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SCHEMA = "k STRING, v INT, ts TIMESTAMP"
@@ -89,6 +101,14 @@ def key_counts(t: Topology) -> None:
 def total_count(t: Topology) -> None:
     events = t.input("events", schema=SCHEMA, timestamp_column="ts")
     t.output("out", events.groupBy().count(), output_mode="complete")
+
+
+PROFILED: dict[str, tuple[Callable[[Topology], None], tuple[str, ...]]] = {
+    "stateless": (stateless, ("events",)),
+    "windowed": (windowed, ("events",)),
+    "join": (joined, ("left", "right")),
+    "grouped-state": (grouped_state, ("events",)),
+}
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -201,11 +221,33 @@ def main() -> None:
     parser.add_argument("--warmup-seconds", type=float, default=60,
                         help="JIT warm-up before anything is measured (floor jobs, stateless "
                         "and windowed steps); a cold JVM makes early figures slower")
+    parser.add_argument("--profile", choices=sorted(PROFILED),
+                        help="measure only where one step of this pipeline spends its time")
+    parser.add_argument("--compare", metavar="BASE.json",
+                        help="measure nothing: compare the results file with this earlier run")
+    parser.add_argument("--against", metavar="NEW.json",
+                        help="the results file --compare and --chart read (default: --json)")
+    parser.add_argument("--chart", metavar="FILE.svg",
+                        help="measure nothing: write the results file's targets as SVG bars")
     args = parser.parse_args()
+    if args.compare or args.chart:
+        report(args)
+        return
+    if args.against:
+        parser.error("--against needs --compare or --chart")
     steps = args.steps
 
     spark = test_spark_session()
     warm_up(spark, args.warmup_seconds)
+    if args.profile:
+        topology, inputs = PROFILED[args.profile]
+        with TopologyTestDriver(topology, spark=spark) as driver:
+            step = driver_step(driver, Clock(), inputs)
+            for _ in range(3):
+                step()
+            print(f"profile of the {args.profile} step (--steps {steps}):")
+            print("\n".join(profile_step(spark, step, steps)))
+        return
     floor = timed(lambda: spark.range(1).count(), steps)
     rows: list[dict[str, Any]] = []
 
@@ -226,7 +268,18 @@ def main() -> None:
         measure_property(spark, args, floor, rows)
     floor_end = timed(lambda: spark.range(1).count(), steps)
     print(f"floor at the end: {floor_end * 1000:.1f} ms ({floor_end / floor:.2f}x the first)")
-    write_results(args, spark, floor, rows, floor_end)
+    print(verdicts_text(write_results(args, spark, floor, rows, floor_end)))
+
+
+def report(args: Any) -> None:
+    """``--compare`` and ``--chart``: report on the results file, without Spark."""
+    results = load_results(args.against or args.json)
+    if args.compare:
+        print(compare(load_results(args.compare), results))
+    if args.chart:
+        with open(args.chart, "w") as out:
+            out.write(chart(results))
+        print(f"chart of {args.against or args.json} written to {args.chart}")
 
 
 def warm_up(spark: SparkSession, seconds: float) -> None:
@@ -408,7 +461,8 @@ def measure_memory(spark: SparkSession, args: Any, floor: float,
 
 
 def write_results(args: Any, spark: SparkSession, floor: float,
-                  rows: list[dict[str, Any]], floor_end: float) -> None:
+                  rows: list[dict[str, Any]], floor_end: float) -> dict[str, Any]:
+    """Write the run to ``--json`` and return what was written."""
     create_df = next((r["ms"] / r["ratio"] / 1000 for r in rows
                       if r.get("of") == "createDataFrame"), None)
     result = {
@@ -424,6 +478,7 @@ def write_results(args: Any, spark: SparkSession, floor: float,
     with open(args.json, "w") as out:
         json.dump(result, out, indent=2)
     print(f"written to {args.json}")
+    return result
 
 
 if __name__ == "__main__":
