@@ -109,3 +109,29 @@ def test_grouped_state_with_event_time_timeouts_drops_late_rows(topology_driver)
     ran = driver.process_all_available()
     assert [(x.record.value["user"], x.watermark) for x in ran[0].late_records] == [("b", at(25))]
     assert ran[0].num_rows_dropped_by_watermark == 1
+
+
+def _filtered_counts(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                     timestamp_column="ts")
+    t.output("counts", clicks.where(F.col("url") != "/health")
+             .withWatermark("ts", "10 seconds")
+             .groupBy(F.window("ts", "10 seconds"), "user").count())
+
+
+def test_a_record_a_filter_removes_before_the_operator_is_not_late(topology_driver):
+    """The watermark is on the input's record timestamp and there is one operator, but a
+    filter before it removes rows: a filtered record behind the watermark never reaches
+    the operator, so Spark does not drop it as late (its count says so), and neither do
+    we."""
+    driver = topology_driver(_filtered_counts)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(21))
+    driver.process_all_available()  # watermark 11 s
+    clicks.pipe_input({"user": "a", "url": "/health"}, timestamp=at(2))  # filtered out
+    clicks.pipe_input({"user": "a", "url": "/late"}, timestamp=at(3))    # late
+    ran = driver.process_all_available()
+    assert ran[0].num_rows_dropped_by_watermark == 1
+    late = driver.late_records("counts")
+    assert [(x.record.value["url"], x.batch_id, x.watermark) for x in late] == [
+        ("/late", ran[0].batch_id, at(11))]

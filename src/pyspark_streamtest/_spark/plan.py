@@ -74,6 +74,29 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     )
 
 
+# Logical-plan nodes that can remove (or multiply) rows on their way to an operator.
+_ROW_REMOVING = ("Filter", "Join", "Generate", "Sample", "GlobalLimit", "LocalLimit",
+                 "Intersect", "Except", "Expand", "Distinct", "Deduplicate")
+
+
+def rows_removed_before_stateful(df: DataFrame) -> bool:
+    """True if a node below a stateful operator of ``df``'s plan (as the DataFrame calls
+    built it, before Spark's analyzer adds the nodes of time windows) can remove rows:
+    then which piped records reach the operator is not a matter of their event time
+    alone. Conservative: a window column made with ``withColumn`` before the grouping
+    brings its own filter and counts too."""
+    pending: list[tuple[JavaObject, bool]] = [(df._jdf.queryExecution().logical(), False)]
+    while pending:
+        node, below = pending.pop()
+        name = str(node.nodeName())
+        if below and name.startswith(_ROW_REMOVING):
+            return True
+        below = below or name.startswith(_STATEFUL)
+        children = node.children()
+        pending.extend((children.apply(i), below) for i in range(children.size()))
+    return False
+
+
 # --- how a query's stateful operators decide that a row is late -----------------------------
 @dataclass(frozen=True)
 class LateRule:
