@@ -39,13 +39,8 @@ from pyspark.sql.types import (
 from .._spark.jvm import Jvm
 from .._spark.late_rows import LateOperator, late_operators
 from .._spark.memory_stream import JsonMemoryStream
-from .._spark.plan import (
-    LateRule,
-    PlanFacts,
-    late_rule,
-    plan_facts,
-    rows_removed_before_stateful,
-)
+from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
+from .._spark.plan import rows_removed_before_stateful as rows_removed
 from ..core._values import StructEncoder
 from ..errors import TopologyError, UnsupportedSchemaError, hide_our_frames
 from ..kafka.serdes import (
@@ -339,7 +334,7 @@ def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRul
         # Complete mode keeps the whole result, and Spark counts late rows too (checked
         # against Spark by the property tests): nothing is dropped.
         return LateRule("none", rule.column)
-    if isinstance(rule, LateRule) and rule.kind != "none" and rows_removed_before_stateful(df):
+    if isinstance(rule, LateRule) and rule.kind != "none" and rows_removed(df):
         # A record the filter removes never reaches the operator, late or not: each
         # batch's late records are evaluated from the plan instead (exact, self-checked).
         return "rows can be removed before the stateful operator (a filter, join, explode...)"
