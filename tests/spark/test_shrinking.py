@@ -25,6 +25,8 @@ from pyspark_streamtest.testing.model import (
     simulate,
 )
 
+pytest_plugins = ["pytester"]
+
 S = timedelta(seconds=1)
 MODEL = WindowedCount(size=5 * S, delay=4 * S, mode="update")
 
@@ -129,3 +131,31 @@ def test_a_failing_windowed_property_shrinks_to_its_one_record(spark):
     assert tried[-1] == Schedule((Pipe((Event("a", "z", T0),)), Tick(), Drain()))
     spark_runs = drivers_made() - before
     assert spark_runs < len(tried)  # the cache answered the schedules already run
+
+
+_CARRY_OVER = """
+    from tests.spark.test_shrinking import SCHEDULE, counts, drivers_made
+    from pyspark_streamtest.testing import strategies as sst
+
+    def run(spark):
+        return sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks",
+                                output="counts")
+
+    def test_first(spark):
+        before = drivers_made()
+        run(spark)
+        run(spark)
+        assert drivers_made() == before + 1  # the second run came from the cache
+
+    def test_second(spark):
+        before = drivers_made()
+        run(spark)
+        assert drivers_made() == before + 1  # the first test's run was forgotten
+"""
+
+
+def test_the_plugin_forgets_the_runs_after_each_test(pytester, spark):
+    """A cached run never answers a later test: a topology may read data that changed."""
+    pytester.makepyfile(test_inner=_CARRY_OVER)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
