@@ -45,6 +45,17 @@ def test_under_xdist_each_worker_gets_a_task_thread_per_core_it_has(pytester):
     result.assert_outcomes(passed=1)
 
 
+def test_durations_cross_from_xdist_workers_to_the_controller(pytester):
+    """Each worker measures its tests; the controller prints them, once each."""
+    pytester.makepyfile("def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    result = pytester.runpytest("-p", "xdist", "-n", "2", "--streamtest-durations=0")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*streamtest durations (all)*", "*total*batches*test"])
+    text = result.stdout.str()
+    assert text.count("::test_one") == 1 and text.count("::test_two") == 1
+    assert "all 2 tests" in text
+
+
 def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester):
     from pyspark_streamtest.plugin import _spark_master, _xdist_workers
 

@@ -38,19 +38,25 @@ def register_durations(config: pytest.Config) -> None:
     """Register the measuring plugin object if the option was given."""
     count = config.getoption(_OPTION, None)
     if count is not None:
-        config.pluginmanager.register(Durations(max(0, count)), "streamtest-durations")
+        # An xdist controller runs no test: it only prints what its workers measured.
+        controller = getattr(config.option, "dist", "no") != "no" and not hasattr(
+            config, "workerinput")
+        config.pluginmanager.register(Durations(max(0, count), measures=not controller),
+                                      "streamtest-durations")
 
 
 class Durations:
     """The plugin object ``pytest_configure`` registers when the option is given."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, *, measures: bool = True) -> None:
         self._count = count
+        self._measures = measures
         self._started: dict[str, tuple[float, dict[str, float]]] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self._started[nodeid] = (time.perf_counter(), spent())
+        if self._measures:
+            self._started[nodeid] = (time.perf_counter(), spent())
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Any:

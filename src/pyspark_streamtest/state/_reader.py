@@ -34,7 +34,8 @@ Shape = Literal["generic", "key_value", "window", "session", "join"]
 
 
 def store_metadata(spark: SparkSession, checkpoint: str, output: str) -> list[StoreMetadata]:
-    stores = read_metadata(spark, checkpoint)
+    with spending("state reads"):
+        stores = read_metadata(spark, checkpoint)
     if not stores:
         raise StateStoreError(
             f"output {output!r} has no stateful operator: its query is stateless and keeps no "
