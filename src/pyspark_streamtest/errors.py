@@ -29,6 +29,7 @@ __all__ = [
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "SparkDiedError",
+    "StaleTopicError",
     "StateStoreError",
     "StepTimeoutError",
     "StreamTestError",
@@ -120,6 +121,10 @@ class DriverInterruptedError(DriverClosedError):
 class DriverLeftOpenError(StreamTestError, RuntimeError):
     """A test ended with a driver it made still open (raised by the pytest plugin at
     teardown, after it closed the driver)."""
+
+
+class StaleTopicError(StreamTestError, RuntimeError):
+    """A topic handle made before ``driver.reset()`` was used: make it again."""
 
 
 class DriverStoppedError(StreamTestError, RuntimeError):

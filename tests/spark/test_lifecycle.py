@@ -206,7 +206,16 @@ def _interrupted(spark, root, monkeypatch) -> None:
     assert driver.closed
 
 
-_KINDS = (_plain, _restarted, _failed, _unclosed, _interrupted)
+def _reset(spark, root, monkeypatch) -> None:
+    with TopologyTestDriver(_checked_counts, spark=spark, checkpoint_root=root) as driver:
+        driver.create_input_topic("clicks").pipe_input(("a",))
+        driver.process_all_available()
+        driver.reset()
+        driver.create_input_topic("clicks").pipe_input(("b",))
+        assert driver.process_all_available()[0].batch_id == 0
+
+
+_KINDS = (_plain, _restarted, _failed, _unclosed, _interrupted, _reset)
 
 
 def _leftovers(spark, root) -> dict[str, int]:
@@ -241,7 +250,7 @@ def _leftovers(spark, root) -> dict[str, int]:
 
 
 def test_lifecycles_of_every_kind_leave_nothing_behind(spark, tmp_path, monkeypatch):
-    """Plain, restarted, failed, unclosed-and-collected and interrupted lifecycles, in
+    """Plain, restarted, failed, unclosed-and-collected, interrupted and reset lifecycles, in
     turn; afterwards every count is back where it was after a warm-up round of each
     (Spark's block-manager pools, which grow up to 100 threads each, are counted apart;
     the JVM's other threads may differ by a few that come and go, such as Py4J's)."""

@@ -60,6 +60,11 @@ class JsonMemoryStream:
         jdf = raw.select(jvm.seq([parsed])).select(jvm.seq([functions.col("r.*")]))
         self.dataframe: DataFrame = wrap_dataframe(jvm, jdf)
 
+    def reset(self) -> None:
+        """Empty the source (``MemoryStream.reset()``: no rows, offsets from the start),
+        for a new query on a fresh checkpoint; never while a query reads it."""
+        self._stream.reset()
+
     def add_empty_batch(self) -> None:
         """Append an offset with no rows (Spark's ``AddData(stream)`` with no data): the
         next trigger runs a data batch of zero rows."""

@@ -9,7 +9,9 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -17,11 +19,12 @@ from .._spark.callbacks import reset_thread_connection
 from .._spark.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
-from ..core.time import _PythonClockFreeze
+from ..core.time import _PythonClockFreeze, require_aware, to_ms
 from ..errors import (
     DriverClosedError,
     DriverInterruptedError,
     SparkDiedError,
+    StaleTopicError,
     StreamingQueryFailedError,
     StreamTestError,
     hide_our_frames,
@@ -30,6 +33,7 @@ from ._history import History
 from ._queries import Queries
 from ._state_access import StateAccess
 from ._time_control import TimeControl
+from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -45,18 +49,24 @@ class Lifecycle:
     _time: TimeControl
     _state: StateAccess
     _closed: bool
+    _run: Any
+    _generation: int
+    _outputs: dict[str, _BuiltOutput]
+    _begin_run: Callable[[int], None]
     _closed_because: tuple[type[BaseException], str] | None
     """The kind and text of the error that closed the driver (not the error itself: its
     traceback would keep the frames, and the driver, alive)."""
 
-    def _track(self) -> None:
-        """Called once the queries exist: a driver nobody closes stops its queries and
-        deletes its checkpoints when it is garbage-collected, or at the latest when the
-        interpreter exits; the pytest plugin sees it as open."""
+    def _track(self, *, register: bool = True) -> None:
+        """Called once a run's queries exist: a driver nobody closes stops its queries
+        and deletes its checkpoints when it is garbage-collected, or at the latest when
+        the interpreter exits; the pytest plugin sees it as open (from its first run on:
+        a reset keeps the registration, so a fixture's driver stays the fixture's)."""
         self._release = weakref.finalize(
             self, _release_collected, self._queries, self._time.freezes
         )
-        _open_drivers.register(self)
+        if register:
+            _open_drivers.register(self)
 
     def close(self) -> None:
         """Stop every query, release their clocks, delete the checkpoints, unfreeze
@@ -146,6 +156,46 @@ class Lifecycle:
         self._queries.check_checkpoints()  # before stopping anything
         self.stop()
         return self.start()
+
+    def reset(self, *, start_time: datetime | None = None) -> None:
+        """Return the driver to what it was just after it was created, keeping what costs
+        time to make: the session and the topology's DataFrames (the topology function
+        does not run again).
+
+        Every query stops and its checkpoint is deleted; every input's source is
+        emptied; new queries start on fresh checkpoints at ``start_time`` (default: the
+        driver's own), as at creation. Batch ids start at 0 again; the history,
+        outputs, state, watermarks, Kafka partitions and offsets are new; a frozen
+        Python clock is frozen again at the new time. A run after ``reset()`` gives
+        the same batches as a new driver would (property tests that make a driver per
+        example can reset one instead). Topic handles made before are of the old run:
+        using one raises :class:`~pyspark_streamtest.errors.StaleTopicError`; create
+        them again."""
+        self._check_open()
+        now_ms = (self._run.start_ms if start_time is None
+                  else to_ms(require_aware(start_time, "start_time")))
+        try:
+            if self._release.detach() is not None:  # the old run's release, now
+                _release(self._queries, self._time.freezes)
+            for built in self._outputs.values():
+                for _, stream in built.streams:
+                    stream.reset()
+            self._generation += 1
+            self._begin_run(now_ms)
+        except BaseException as error:
+            if self._closed:  # _begin_run closed the driver on its way out
+                raise
+            raise self._close_after_failure(error) from None
+
+    def _check_current(self, generation: int) -> None:
+        """A topic handle's check: the driver is open and the handle is of this run."""
+        self._check_open()
+        if generation != self._generation:
+            raise StaleTopicError(
+                "this topic handle was made before driver.reset(); its records, offsets and "
+                "record time belong to the old run: call create_input_topic / "
+                "create_output_topic again"
+            )
 
     @contextlib.contextmanager
     def _spark_calls(self) -> Iterator[None]:

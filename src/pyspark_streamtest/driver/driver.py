@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
 
@@ -40,6 +41,19 @@ from .topology import TopologyFunction, _BuiltOutput, build_topology
 __tracebackhide__ = hide_our_frames
 
 __all__ = ["TopologyTestDriver"]
+
+
+@dataclass(frozen=True)
+class _RunSettings:
+    """What each run of a driver's built topology is made with (see ``reset``)."""
+
+    jvm: Jvm
+    checkpoint_root: str | os.PathLike[str] | None
+    interval_ms: int
+    timeout_ms: int
+    sql_conf: Mapping[str, str]
+    freeze_python_clock: bool
+    start_ms: int
 
 
 class TopologyTestDriver(Lifecycle, StateVerbs):
@@ -126,7 +140,6 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
         self._closed = False
         self._closed_because = None
-        self._broker = Broker()
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
         self._spark = session
@@ -135,30 +148,47 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built = build_topology(topology, session, jvm)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
+        self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
+                                 freeze_python_clock, now_ms)
+        self._generation = 0
+        self._begin_run(now_ms, first=True)
+
+    def _begin_run(self, now_ms: int, *, first: bool = False) -> None:
+        """Make and start a run of the built topology: broker, history, queries on a
+        fresh checkpoint, clock, state access and topic handles (handles check that
+        they belong to the current run)."""
+        run = self._run
+        self._broker = Broker()
         self._history = History(n for n, b in self._outputs.items() if b.spec.kafka is None)
         self._queries = Queries(  # removes its checkpoint folder if it fails
-            jvm, built, checkpoint_root=checkpoint_root, interval_ms=interval_ms,
-            timeout_ms=timeout_ms, sql_conf=conf, broker=self._broker,
+            run.jvm, self._outputs.values(), checkpoint_root=run.checkpoint_root,
+            interval_ms=run.interval_ms, timeout_ms=run.timeout_ms, sql_conf=run.sql_conf,
+            broker=self._broker,
         )
         self._time = TimeControl(self._queries, self._history, now_ms=now_ms,
                                  on_failure=self._close_after_failure,
                                  on_query_failed=self._stop_after_failure)
-        self._track()
+        self._track(register=first)
         try:
             self._queries.start(now_ms, self._history.absorb)
-            if freeze_python_clock:
+            if run.freeze_python_clock:
                 self._time.freeze_python_clock()
         except BaseException as error:
             failure = self._close_after_failure(error)
             if failure is error:
                 raise
             raise failure from None
-        self._state = StateAccess(session, self._queries, self._history)
+        self._state = StateAccess(self._spark, self._queries, self._history)
+        generation = self._generation
+
+        def check() -> None:
+            self._check_current(generation)
+
         self._handles = TopicHandles(
             self._inputs, self._outputs, self._history,
-            InputLink(self._check_open, self._pipe, self._queries.pipe_empty,
+            InputLink(check, self._pipe, self._queries.pipe_empty,
                       lambda: self.current_time, self._broker),
-            OutputLink(self._check_open, self._history, self._frame),
+            OutputLink(check, self._history, self._frame),
         )
 
     # --- context manager ------------------------------------------------------------------
