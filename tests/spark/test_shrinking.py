@@ -15,6 +15,7 @@ from pyspark_streamtest import DEFAULT_START_TIME as T0
 from pyspark_streamtest import Topology, TopologyTestDriver
 from pyspark_streamtest.core import _open_drivers
 from pyspark_streamtest.testing import strategies as sst
+from pyspark_streamtest.testing._runs import spark_runs
 from pyspark_streamtest.testing.model import (
     Drain,
     Event,
@@ -64,11 +65,11 @@ SCHEDULE = Schedule((Pipe((Event("a", "x", T0), Event("b", "y", T0 + 7 * S))), T
 
 
 def test_run_topology_runs_a_schedule_once_and_answers_again_from_its_cache(spark):
-    before = drivers_made()
+    before = spark_runs()
     first = sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts")
-    assert drivers_made() == before + 1
+    assert spark_runs() == before + 1
     again = sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts")
-    assert drivers_made() == before + 1  # no driver, no Spark run
+    assert spark_runs() == before + 1  # no Spark run
     assert again == first
     with TopologyTestDriver(counts, spark=spark) as driver:  # what run_schedule answers
         fresh = sst.run_schedule(driver, SCHEDULE, input="clicks", output="counts")
@@ -80,23 +81,41 @@ def test_run_topology_runs_a_schedule_once_and_answers_again_from_its_cache(spar
                      cache=False)
     other_output = Schedule(SCHEDULE.steps[:2])
     sst.run_topology(counts, other_output, spark=spark, input="clicks", output="counts")
-    assert drivers_made() == before + 4  # run again: uncached, and another schedule
+    assert spark_runs() == before + 3  # run again: uncached, and another schedule
     sst.clear_run_cache()
     sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts")
-    assert drivers_made() == before + 5
+    assert spark_runs() == before + 4
 
 
 def test_run_topology_keys_on_every_argument(spark):
-    before = drivers_made()
+    before = spark_runs()
     for options in ({"sql_conf": {"spark.sql.session.timeZone": "UTC"}},
                     {"sql_conf": {"spark.sql.session.timeZone": "UTC"}},
                     {"sql_conf": {"spark.sql.session.timeZone": "Europe/Paris"}}):
         sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts",
                          driver_options=options)
-    assert drivers_made() == before + 2
+    assert spark_runs() == before + 2
     sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts",
                      trigger_interval=2 * S)
-    assert drivers_made() == before + 3
+    assert spark_runs() == before + 3
+
+
+def test_run_topology_resets_one_driver_per_topology_and_options(spark):
+    """Schedules of one topology and options run on one driver, reset between them, and
+    answer what a new driver answers."""
+    sst.clear_run_cache()
+    made = drivers_made()
+    shorter = Schedule(SCHEDULE.steps[:4])
+    sst.run_topology(counts, SCHEDULE, spark=spark, input="clicks", output="counts")
+    reset_run = sst.run_topology(counts, shorter, spark=spark, input="clicks", output="counts")
+    assert drivers_made() == made + 1
+    with TopologyTestDriver(counts, spark=spark) as driver:
+        fresh = sst.run_schedule(driver, shorter, input="clicks", output="counts")
+    assert without_metrics(reset_run) == without_metrics(fresh)
+    sst.run_topology(counts, shorter, spark=spark, input="clicks", output="counts",
+                     driver_options={"start_time": T0 + 60 * S})
+    assert drivers_made() == made + 3  # other options: a driver of their own
+    sst.clear_run_cache()  # closes the kept drivers
 
 
 def test_run_topology_refuses_what_is_not_a_schedule(spark):
@@ -124,13 +143,12 @@ def test_a_failing_windowed_property_shrinks_to_its_one_record(spark):
                for b in batches]
         assert got == expected
 
-    before = drivers_made()
+    before = spark_runs()
     with pytest.raises(AssertionError):
         property_of_the_buggy_pipeline()
     # hypothesis runs the minimal failing example last, to report it
     assert tried[-1] == Schedule((Pipe((Event("a", "z", T0),)), Tick(), Drain()))
-    spark_runs = drivers_made() - before
-    assert spark_runs < len(tried)  # the cache answered the schedules already run
+    assert spark_runs() - before < len(tried)  # the cache answered schedules already run
 
 
 _CARRY_OVER = """

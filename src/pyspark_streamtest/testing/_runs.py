@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import InvalidArgument
 
+from ..core import _open_drivers
 from ..core.records import BatchRecord, TestRecord
 from ..driver import TopologyTestDriver
 from ..errors import hide_our_frames
@@ -45,6 +46,10 @@ _CACHE_SIZE = 256
 """Schedules remembered: a shrink of a few minutes tries a few hundred candidates."""
 
 _runs: OrderedDict[Hashable, tuple[BatchRecord, ...]] = OrderedDict()
+_DRIVERS_KEPT = 4
+"""Drivers kept for reuse, one per topology and driver options (a test uses one or two)."""
+_drivers: OrderedDict[Hashable, TopologyTestDriver] = OrderedDict()
+_played = 0
 
 
 def spark_settings(**changes: Any) -> settings:
@@ -108,8 +113,13 @@ def run_topology(
     ``driver_options`` whose values cannot be hashed (beyond mappings, which are frozen
     for the key) turn the cache off for that call.
 
-    Every ``schedule`` is run on its own driver: it starts at the driver's
-    ``start_time`` with no state, as each hypothesis example must.
+    Every ``schedule`` starts at the driver's ``start_time`` with no state, as each
+    hypothesis example must: on a new driver, or on the driver an earlier call made for
+    the same topology and options, after :meth:`~pyspark_streamtest.TopologyTestDriver.reset`
+    (which gives the same batches as a new driver, without building the topology's
+    DataFrames again). With ``cache=False``, or options that cannot be hashed, each run
+    gets a new driver, closed before returning; kept drivers are closed by
+    :func:`clear_run_cache`.
     """
     if not isinstance(schedule, Schedule):
         raise InvalidArgument(f"schedule={schedule!r} must be a Schedule")
@@ -121,10 +131,19 @@ def run_topology(
     if key is not None and key in _runs:
         _runs.move_to_end(key)
         return _runs[key]
-    with TopologyTestDriver(topology, spark=spark, trigger_interval=trigger_interval,
-                            **options) as driver:
+    global _played
+    _played += 1
+    kept = _driver_key(topology, spark, trigger_interval, options) if cache else None
+    driver = _driver_for(kept, topology, spark, trigger_interval, options)
+    try:
         batches = run_schedule(driver, schedule, input=input, output=output,
                                trigger_interval=trigger_interval)
+    except BaseException:
+        _drivers.pop(kept, None)  # a failed run may leave a driver stopped or closed
+        driver.close()
+        raise
+    if kept is None:
+        driver.close()
     if key is not None:
         _runs[key] = batches
         while len(_runs) > _CACHE_SIZE:
@@ -133,9 +152,50 @@ def run_topology(
 
 
 def clear_run_cache() -> None:
-    """Forget every run :func:`run_topology` kept (the pytest plugin does it after each
-    test, so nothing carries over between tests)."""
+    """Forget every run :func:`run_topology` kept and close the drivers it keeps for
+    reuse (the pytest plugin does it after each test, so nothing carries over between
+    tests)."""
     _runs.clear()
+    while _drivers:
+        _drivers.popitem()[1].close()
+
+
+def _driver_for(key: Hashable | None, topology: Callable[..., None],
+                spark: SparkSession | None, interval: timedelta,
+                options: dict[str, Any]) -> TopologyTestDriver:
+    """A driver for one run: the one kept for ``key``, reset (the topology's DataFrames
+    are built once), or a new one, kept when ``key`` is not None."""
+    driver = _drivers.get(key) if key is not None else None
+    if driver is not None and not driver.closed:
+        _drivers.move_to_end(key)
+        driver.reset()
+        return driver
+    if key is None:
+        return TopologyTestDriver(topology, spark=spark, trigger_interval=interval, **options)
+    with _open_drivers.shared():  # kept across examples: clear_run_cache closes it
+        driver = TopologyTestDriver(topology, spark=spark, trigger_interval=interval,
+                                    **options)
+    _drivers[key] = driver
+    while len(_drivers) > _DRIVERS_KEPT:
+        _drivers.popitem(last=False)[1].close()
+    return driver
+
+
+def _driver_key(topology: Callable[..., None], spark: SparkSession | None,
+                interval: timedelta, options: dict[str, Any]) -> Hashable | None:
+    frozen = tuple(sorted((name, _frozen(value)) for name, value in options.items()))
+    key = (topology, spark, interval, frozen)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def spark_runs() -> int:
+    """How many schedules :func:`run_topology` has played on a driver in this process
+    (the ones its cache answered are not counted)."""
+    return _played
 
 
 def _key(topology: Callable[..., None], schedule: Schedule, spark: SparkSession | None,
