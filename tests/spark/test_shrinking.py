@@ -4,8 +4,9 @@ runs without shrinking. Both against real queries."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -115,6 +116,11 @@ def test_run_topology_resets_one_driver_per_topology_and_options(spark):
     sst.run_topology(counts, shorter, spark=spark, input="clicks", output="counts",
                      driver_options={"start_time": T0 + 60 * S})
     assert drivers_made() == made + 3  # other options: a driver of their own
+    for schedule in (shorter, SCHEDULE):  # a frozen Python clock is not kept frozen
+        sst.run_topology(counts, schedule, spark=spark, input="clicks", output="counts",
+                         driver_options={"freeze_python_clock": True})
+    assert drivers_made() == made + 5
+    assert abs(time.time() - datetime.now().timestamp()) < 60
     sst.clear_run_cache()  # closes the kept drivers
 
 

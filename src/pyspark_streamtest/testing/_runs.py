@@ -117,8 +117,9 @@ def run_topology(
     hypothesis example must: on a new driver, or on the driver an earlier call made for
     the same topology and options, after :meth:`~pyspark_streamtest.TopologyTestDriver.reset`
     (which gives the same batches as a new driver, without building the topology's
-    DataFrames again). With ``cache=False``, or options that cannot be hashed, each run
-    gets a new driver, closed before returning; kept drivers are closed by
+    DataFrames again). With ``cache=False``, ``freeze_python_clock=True`` (a kept driver
+    would keep Python's clock frozen between examples) or options that cannot be hashed,
+    each run gets a new driver, closed before returning; kept drivers are closed by
     :func:`clear_run_cache`.
     """
     if not isinstance(schedule, Schedule):
@@ -133,7 +134,9 @@ def run_topology(
         return _runs[key]
     global _played
     _played += 1
-    kept = _driver_key(topology, spark, trigger_interval, options) if cache else None
+    # A kept driver with a frozen Python clock would keep it frozen between examples.
+    reuse = cache and not options.get("freeze_python_clock", False)
+    kept = _driver_key(topology, spark, trigger_interval, options) if reuse else None
     driver = _driver_for(kept, topology, spark, trigger_interval, options)
     try:
         batches = run_schedule(driver, schedule, input=input, output=output,
