@@ -175,8 +175,7 @@ class Lifecycle:
         now_ms = (self._run.start_ms if start_time is None
                   else to_ms(require_aware(start_time, "start_time")))
         try:
-            if self._release.detach() is not None:  # the old run's release, now
-                _release(self._queries, self._time.freezes)
+            self._release_run()
             for built in self._outputs.values():
                 for _, stream in built.streams:
                     stream.reset()
@@ -264,7 +263,12 @@ class Lifecycle:
     def _shutdown(self) -> None:
         self._closed = True
         _open_drivers.unregister(self)
-        if self._release.detach() is not None:  # closing now: no release when collected
+        self._release_run()
+
+    def _release_run(self) -> None:
+        """Release the current run now (queries, checkpoints, Python clock), instead of
+        when the driver is collected."""
+        if self._release.detach() is not None:
             _release(self._queries, self._time.freezes)
 
 

@@ -204,13 +204,8 @@ def spark_runs() -> int:
 def _key(topology: Callable[..., None], schedule: Schedule, spark: SparkSession | None,
          input: str, output: str, interval: timedelta,
          options: dict[str, Any]) -> Hashable | None:
-    frozen = tuple(sorted((name, _frozen(value)) for name, value in options.items()))
-    key = (topology, schedule, spark, input, output, interval, frozen)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    driver_key = _driver_key(topology, spark, interval, options)
+    return None if driver_key is None else (driver_key, schedule, input, output)
 
 
 def _frozen(value: Any) -> Any:
