@@ -41,7 +41,10 @@ def test_under_xdist_each_worker_gets_a_task_thread_per_core_it_has(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("-p", "xdist", "-n", "2")
     per_worker = min(2, max(1, _cores() // 2))
-    result.stdout.fnmatch_lines([f"*spark master local?{per_worker}? per xdist worker"])
+    result.stdout.fnmatch_lines([
+        f"*spark master local?{per_worker}? per xdist worker, JVM -XX:TieredStopAtLevel=1 "
+        "-XX:+UseSerialGC"
+    ])
     result.assert_outcomes(passed=1)
 
 
@@ -67,3 +70,13 @@ def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pyteste
     assert _xdist_workers(worker) == 2 * _cores()
     assert _spark_master(config, 2 * _cores()) == "local[1]"
     assert _spark_master(pytester.parseconfig("--spark-master=local[3]"), 4) == "local[3]"
+
+
+def test_shared_cores_jvm_options_only_under_xdist_and_an_explicit_setting_wins(pytester):
+    from pyspark_streamtest.core.session import SHARED_CORES_JVM_OPTIONS
+    from pyspark_streamtest.plugin import _jvm_options
+
+    assert _jvm_options(pytester.parseconfig(), 1) == ""
+    assert _jvm_options(pytester.parseconfig(), 2) == SHARED_CORES_JVM_OPTIONS
+    own = pytester.parseconfig("--spark-conf", "spark.driver.extraJavaOptions=-Xss4m")
+    assert _jvm_options(own, 2) == ""

@@ -193,6 +193,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"Java {_java_version()}, Python {sys.version.split()[0]}, "
         f"spark master {_spark_master(config, workers)}"
         + (" per xdist worker" if workers > 1 else "")
+        + (f", JVM {options}" if (options := _jvm_options(config, workers)) else "")
     ]
 
 
@@ -215,6 +216,20 @@ def _spark_master(config: pytest.Config, workers: int) -> str:
         return str(given)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"local[{min(2, max(1, (cores or 1) // workers))}]"
+
+
+def _jvm_options(config: pytest.Config, workers: int) -> str:
+    """JVM options of the ``spark`` fixture's JVM: under xdist, where the workers' JVMs
+    share the cores, C1 compiles only and the serial collector (see
+    ``SHARED_CORES_JVM_OPTIONS``); none when ``--spark-conf`` sets the JVM's options."""
+    from ._spark.session import SHARED_CORES_JVM_OPTIONS
+
+    if workers <= 1 or any(
+        item.partition("=")[0].strip() == "spark.driver.extraJavaOptions"
+        for item in config.getoption("--spark-conf")
+    ):
+        return ""
+    return SHARED_CORES_JVM_OPTIONS
 
 
 def _java_version() -> str:
@@ -253,10 +268,12 @@ def _shared_session(config: pytest.Config) -> SparkSession:
         # this process) is not ours to stop; the active session is per thread, the
         # context is per process.
         existed = SparkContext._active_spark_context is not None
+        workers = _xdist_workers(config)
         session = test_spark_session(
-            master=_spark_master(config, _xdist_workers(config)),
+            master=_spark_master(config, workers),
             conf=_parse_conf(config.getoption("--spark-conf")),
             jvm_logs=config.getoption("--streamtest-jvm-logs"),
+            jvm_options=_jvm_options(config, workers),
         )
         config.stash[_SESSION] = session
         if not existed:  # a session someone else made is theirs to stop

@@ -6,16 +6,20 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from .._spark.session import TEST_CONF, build_test_session
+from .._spark.session import SHARED_CORES_JVM_OPTIONS, TEST_CONF, build_test_session
 from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["TEST_CONF", "test_spark_session"]
+__all__ = ["SHARED_CORES_JVM_OPTIONS", "TEST_CONF", "test_spark_session"]
 
 
 def test_spark_session(
-    *, master: str = "local[2]", conf: Mapping[str, str] | None = None, jvm_logs: bool = False
+    *,
+    master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
+    jvm_logs: bool = False,
+    jvm_options: str = "",
 ) -> SparkSession:
     """Return the active session, or create a local one tuned for tests.
 
@@ -30,8 +34,16 @@ def test_spark_session(
     :class:`~pyspark_streamtest.StreamingQueryFailedError`. ``jvm_logs=True`` (pytest:
     ``--streamtest-jvm-logs``) logs warnings and errors of every logger with their JVM
     stack traces instead, for debugging.
+
+    ``jvm_options`` are added to the driver JVM's command line (``-XX:...``, ``-D...``)
+    when this call starts the JVM; a ``spark.driver.extraJavaOptions`` entry in ``conf``
+    replaces them and the log set-up. The pytest plugin passes
+    :data:`~pyspark_streamtest.core.session.SHARED_CORES_JVM_OPTIONS` under
+    pytest-xdist, where several test JVMs share the machine's cores.
     """
-    return build_test_session(master=master, conf=conf, jvm_logs=jvm_logs)
+    return build_test_session(
+        master=master, conf=conf, jvm_logs=jvm_logs, jvm_options=jvm_options
+    )
 
 
 test_spark_session.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
