@@ -1,8 +1,8 @@
 """The driver's costs as ratios to Spark's floor, all measured in one process and run.
 
     python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
-                         [--property-examples N] [--only all|state|memory|property]
-                         [--json FILE]
+                         [--property-examples N] [--only all|app|state|memory|property]
+                         [--suite-tests N] [--json FILE]
     python -m benchmarks --profile stateless|windowed|join|grouped-state [--steps N]
     python -m benchmarks --compare BASE.json [--against NEW.json] [--chart FILE.svg]
     python -m benchmarks --chart FILE.svg [--json FILE]
@@ -47,6 +47,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pyspark_streamtest import Topology, TopologyTestDriver, test_spark_session
 
+from ._app import measure_app
 from ._profile import profile_step
 from ._report import chart, compare, load_results, verdicts_text
 
@@ -216,11 +217,14 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
-    parser.add_argument("--only", choices=("all", "property", "memory", "state"),
+    parser.add_argument("--only", choices=("all", "app", "property", "memory", "state"),
                         default="all", help="only the floor and that part")
     parser.add_argument("--warmup-seconds", type=float, default=60,
                         help="JIT warm-up before anything is measured (floor jobs, stateless "
                         "and windowed steps); a cold JVM makes early figures slower")
+    parser.add_argument("--suite-tests", type=int, default=20,
+                        help="tests of the payments suite run serially and with -n 2 (the "
+                        "target is stated for 20; 0 skips the two pytest runs)")
     parser.add_argument("--profile", choices=sorted(PROFILED),
                         help="measure only where one step of this pipeline spends its time")
     parser.add_argument("--compare", metavar="BASE.json",
@@ -260,6 +264,8 @@ def main() -> None:
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
     if args.only == "all":
         measure_steps(spark, args, floor, record)
+    if args.only in ("all", "app"):
+        measure_app(spark, steps, timed, record, suite_tests=args.suite_tests)
     if args.only in ("all", "state"):
         measure_state(spark, args, record)
     if args.only in ("all", "memory"):
@@ -298,22 +304,29 @@ def warm_up(spark: SparkSession, seconds: float) -> None:
 
 def measure_property(spark: SparkSession, args: Any, floor: float,
                      rows: list[dict[str, Any]]) -> None:
-    examples, elapsed, batch_counts = property_run(spark, args.property_examples)
-    rows.append({"measure": f"property test: {examples} examples, windowed aggregation, up "
-                 "to 6 data batches each", "seconds": round(elapsed, 1),
-                 "ms_per_example": round(elapsed / examples * 1000, 1),
-                 "ratio": round(elapsed / examples / floor, 2), "of": "trivial job",
-                 "mean_batches": round(sum(batch_counts) / len(batch_counts), 2)})
-    print(f"  property test: {examples} examples in {elapsed:.1f} s "
-          f"({elapsed / examples * 1000:.0f} ms per example = "
-          f"{elapsed / examples / floor:.1f}x trivial job; "
-          f"{sum(batch_counts) / len(batch_counts):.1f} batches per example, "
-          f"{max(batch_counts)} at most)")
+    for reuse in (False, True):
+        examples, elapsed, batch_counts = property_run(spark, args.property_examples, reuse)
+        how = ("run_topology (one driver, reset between examples; repeats answered from "
+               "its cache)" if reuse else "fresh driver each")
+        name = (f"property test: {examples} examples, windowed aggregation, up to 6 data "
+                "batches each")
+        rows.append({"measure": name + (", with run_topology" if reuse else ""),
+                     "seconds": round(elapsed, 1),
+                     "ms_per_example": round(elapsed / examples * 1000, 1),
+                     "ratio": round(elapsed / examples / floor, 2), "of": "trivial job",
+                     "mean_batches": round(sum(batch_counts) / len(batch_counts), 2)})
+        print(f"  property test, {how}: {examples} examples in {elapsed:.1f} s "
+              f"({elapsed / examples * 1000:.0f} ms per example = "
+              f"{elapsed / examples / floor:.1f}x trivial job; "
+              f"{sum(batch_counts) / len(batch_counts):.1f} batches per example, "
+              f"{max(batch_counts)} at most)")
 
 
-def property_run(spark: SparkSession, examples: int) -> tuple[int, float, list[int]]:
+def property_run(spark: SparkSession, examples: int,
+                 reuse: bool = False) -> tuple[int, float, list[int]]:
     """The issue's property-test target: ``examples`` examples of a windowed aggregation
-    checked against the model, derandomized, one fresh driver per example."""
+    checked against the model, derandomized; one fresh driver per example, or (``reuse``)
+    through ``run_topology``, as the property-test guide writes it."""
     from hypothesis import HealthCheck, given, settings
 
     from pyspark_streamtest.testing import strategies as sst
@@ -322,6 +335,7 @@ def property_run(spark: SparkSession, examples: int) -> tuple[int, float, list[i
 
     second = timedelta(seconds=1)
     operator = WindowedCount(size=5 * second, delay=4 * second, mode="append")
+    topology = operator.topology()
     counts: list[int] = []
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
@@ -329,13 +343,19 @@ def property_run(spark: SparkSession, examples: int) -> tuple[int, float, list[i
     @given(sst.schedules(sst.events(max_disorder=4 * second, late=0.15, late_by=4 * second,
                                     max_size=10), max_batches=6))
     def check(schedule: Any) -> None:
-        with TopologyTestDriver(operator.topology(), spark=spark) as driver:
-            batches = sst.run_schedule(driver, schedule)
+        if reuse:
+            batches = sst.run_topology(topology, schedule, spark=spark)
+        else:
+            with TopologyTestDriver(topology, spark=spark) as driver:
+                batches = sst.run_schedule(driver, schedule)
         assert_matches_model(batches, simulate(schedule, operator))
         counts.append(len(batches))
 
     started = time.perf_counter()
-    check()
+    try:
+        check()
+    finally:
+        sst.clear_run_cache()
     return len(counts), time.perf_counter() - started, counts
 
 

@@ -64,6 +64,10 @@ TARGETS: dict[str, Target] = {
     f"step with 1000000 keys in state{_ROCKSDB}": Target("ratio", 2),
     "property test: 100 examples, windowed aggregation, up to 6 data batches each":
         Target("seconds", 15, unit="s"),
+    "property test: 100 examples, windowed aggregation, up to 6 data batches each, with "
+    "run_topology": Target("seconds", 15, unit="s"),
+    "payments job: new driver + 3 steps + close": Target("ratio", 4),
+    "payments job: 20-test pytest suite, -n 2": Target("ratio", 1, label="time over serial"),
     "1000 stateless steps": Target("python_rss_growth_mb", 50, unit="MB", label="RSS growth"),
 }
 """The targets by the measure names of a default run (``--bulk-rows 100000``,

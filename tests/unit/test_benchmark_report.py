@@ -158,6 +158,9 @@ def test_the_real_results_have_a_verdict_for_every_target_of_the_issue() -> None
         f"step with 1000000 keys in state{ROCKSDB}",
         "1000 stateless steps",
         PROPERTY,
+        PROPERTY + ", with run_topology",
+        "payments job: new driver + 3 steps + close",
+        "payments job: 20-test pytest suite, -n 2",
     }
 
 
