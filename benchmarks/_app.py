@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 
 from pyspark_streamtest import TopologyTestDriver
 
-__all__ = ["SUITE_TESTS", "T0", "bare_jobs", "driver_and_steps", "measure_app", "step_payments",
-           "suite_seconds"]
+__all__ = ["SUITE_TESTS", "T0", "bare_jobs", "driver_and_steps", "measure_app", "run_steps",
+           "step_payments", "suite_seconds"]
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,24 +56,31 @@ def _kafka_rows(records: list[tuple[str, dict[str, Any] | bytes]]) -> list[tuple
             for key, value in records]
 
 
+def run_steps(driver: TopologyTestDriver, count: int = 10) -> tuple[Any, Any]:
+    """On a driver of the payments topology: open its topics as the example's tests do,
+    run three steps of :func:`step_payments` (pipe, ``process_all_available``), and
+    return the output topics ``merchant-totals`` and ``payments-dead-letters``."""
+    payments = driver.create_input_topic("payments", key_serializer="string",
+                                         value_serializer="json")
+    raw = driver.create_input_topic("payments", key_serializer="string",
+                                    value_serializer="bytes")
+    totals = driver.create_output_topic("merchant-totals", key_deserializer="string",
+                                        value_deserializer="json")
+    dead = driver.create_output_topic("payments-dead-letters", key_deserializer="string",
+                                      value_deserializer="bytes")
+    for step in range(STEPS):
+        for key, value in step_payments(step, count):
+            (raw if isinstance(value, bytes) else payments).pipe_input(key, value)
+        driver.process_all_available()
+    return totals, dead
+
+
 def driver_and_steps(spark: SparkSession) -> None:
-    """A new driver of the payments topology, three steps of :func:`step_payments`
-    (pipe, ``process_all_available``), read both outputs, close."""
+    """A new driver of the payments topology, :func:`run_steps`, both outputs read, close."""
     from examples.payments_pipeline import topology
 
     with TopologyTestDriver(topology, spark=spark, start_time=T0) as driver:
-        payments = driver.create_input_topic("payments", key_serializer="string",
-                                             value_serializer="json")
-        raw = driver.create_input_topic("payments", key_serializer="string",
-                                        value_serializer="bytes")
-        totals = driver.create_output_topic("merchant-totals", key_deserializer="string",
-                                            value_deserializer="json")
-        dead = driver.create_output_topic("payments-dead-letters", key_deserializer="string",
-                                          value_deserializer="bytes")
-        for step in range(STEPS):
-            for key, value in step_payments(step):
-                (raw if isinstance(value, bytes) else payments).pipe_input(key, value)
-            driver.process_all_available()
+        totals, dead = run_steps(driver)
         totals.read_key_values_to_list()
         dead.read_key_values_to_list()
 
@@ -102,29 +109,15 @@ _SUITE = '''
 """{tests} tests of the payments pipeline, each a new driver and three steps."""
 import pytest
 
-from benchmarks._app import STEPS, T0, step_payments
+from benchmarks._app import STEPS, T0, run_steps
 from examples.payments_pipeline import topology
 
 
 @pytest.mark.parametrize("case", range({tests}))
 def test_payments(topology_driver, case):
-    driver = topology_driver(topology, start_time=T0)
-    payments = driver.create_input_topic("payments", key_serializer="string",
-                                         value_serializer="json")
-    raw = driver.create_input_topic("payments", key_serializer="string",
-                                    value_serializer="bytes")
-    totals = driver.create_output_topic("merchant-totals", key_deserializer="string",
-                                        value_deserializer="json")
-    dead = driver.create_output_topic("payments-dead-letters", key_deserializer="string",
-                                      value_deserializer="bytes")
-    for step in range(STEPS):
-        for key, value in step_payments(step, count=4 + case % 7):
-            (raw if isinstance(value, bytes) else payments).pipe_input(key, value)
-        driver.process_all_available()
+    totals, dead = run_steps(topology_driver(topology, start_time=T0), count=4 + case % 7)
     assert dead.read_key_values_to_list() == [("m9", b"{{not json")] * STEPS
-    # Windows of 10 minutes, 5 minutes of lateness: the last step's watermark (12 minutes
-    # minus 5) closes nothing yet; the first window closes when a later batch moves it.
-    assert all(value["payments"] >= 1 for _, value in totals.read_key_values_to_list())
+    totals.read_key_values_to_list()
 '''
 
 

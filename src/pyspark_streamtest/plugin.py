@@ -222,7 +222,7 @@ def _jvm_options(config: pytest.Config, workers: int) -> str:
     """JVM options of the ``spark`` fixture's JVM: under xdist, where the workers' JVMs
     share the cores, C1 compiles only and the serial collector (see
     ``SHARED_CORES_JVM_OPTIONS``); none when ``--spark-conf`` sets the JVM's options."""
-    from ._spark.session import SHARED_CORES_JVM_OPTIONS
+    from .core.session import SHARED_CORES_JVM_OPTIONS
 
     if workers <= 1 or any(
         item.partition("=")[0].strip() == "spark.driver.extraJavaOptions"
