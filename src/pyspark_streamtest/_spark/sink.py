@@ -9,9 +9,10 @@ ran a batch, and which one.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import Row
+from pyspark.sql import DataFrame, Row
 
 from ..errors import hide_our_frames
 from .callbacks import mark_reported
@@ -24,8 +25,13 @@ __tracebackhide__ = hide_our_frames
 class CollectingSink:
     """``scala.Function2[Dataset[Row], Long, Unit]`` that keeps each batch's rows."""
 
-    def __init__(self, jvm: Jvm) -> None:
+    def __init__(
+        self, jvm: Jvm, then: Callable[[DataFrame, int], object] | None = None
+    ) -> None:
+        """``then``, if given, is the user's ``foreachBatch`` function: called with the
+        batch's DataFrame and id after the rows are collected, inside the batch."""
         self._jvm = jvm
+        self._then = then
         self._lock = threading.Lock()
         self._batches: list[tuple[int, list[Row]]] = []
         self.error: BaseException | None = None
@@ -33,7 +39,10 @@ class CollectingSink:
 
     def apply(self, jds: JavaObject, batch_id: Any) -> None:
         try:
-            rows = wrap_dataframe(self._jvm, jds).collect()
+            frame = wrap_dataframe(self._jvm, jds)
+            rows = frame.collect()
+            if self._then is not None:
+                self._then(frame, int(batch_id))
         except BaseException as error:
             self.error = error
             mark_reported(error)  # the driver reports it (StreamingQueryFailedError)

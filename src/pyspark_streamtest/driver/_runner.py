@@ -92,7 +92,7 @@ class QueryRunner:
         self.flush()
         self._callbacks = CallbackConnections(self._jvm.gateway)
         self.clock = _clock.ManualClock(now_ms, self._callbacks.note)
-        self._sink = CollectingSink(self._jvm)
+        self._sink = CollectingSink(self._jvm, then=self.built.spec.foreach_batch)
         try:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf), spending("queries"):
                 self._jquery = self._start_query()

@@ -19,16 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    StringType,
     StructField,
     StructType,
     TimestampNTZType,
@@ -42,7 +37,12 @@ from .._spark.memory_stream import JsonMemoryStream
 from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
 from .._spark.plan import rows_removed_before_stateful as rows_removed
 from ..core._values import StructEncoder
-from ..errors import TopologyError, UnsupportedSchemaError, hide_our_frames
+from ..errors import (
+    TopologyError,
+    UnsupportedSchemaError,
+    hide_our_frames,
+)
+from ..kafka._shapes import KafkaInput, KafkaOutput, kafka_sink_frame
 from ..kafka.serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
@@ -53,34 +53,13 @@ from ..kafka.serdes import (
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["OutputMode", "Topology", "TopologyFunction"]
+__all__ = ["BatchFunction", "OutputMode", "Topology", "TopologyFunction"]
 
 OutputMode = Literal["append", "update", "complete"]
+BatchFunction = Callable[[DataFrame, int], object]
+"""What ``foreachBatch`` takes: called with each micro-batch's DataFrame and batch id."""
 _MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-@dataclass(frozen=True)
-class _KafkaInput:
-    partitions: int
-    include_headers: bool
-    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
-
-
-@dataclass(frozen=True)
-class _KafkaOutput:
-    partitions: int
-    topic: str | None
-    """The ``topic`` option: overrides any ``topic`` column."""
-    has_key: bool
-    has_partition: bool
-    has_headers: bool
-    has_topic_column: bool
-
-    @property
-    def routes_by_column(self) -> bool:
-        """Rows go to the topic their ``topic`` column names."""
-        return self.topic is None and self.has_topic_column
 
 
 @dataclass(frozen=True)
@@ -89,14 +68,19 @@ class _InputSpec:
     schema: StructType
     timestamp_column: str | None
     encoder: StructEncoder
-    kafka: _KafkaInput | None = None
+    kafka: KafkaInput | None = None
 
 
 @dataclass(frozen=True)
 class _OutputSpec:
     name: str
     output_mode: str
-    kafka: _KafkaOutput | None = None
+    kafka: KafkaOutput | None = None
+    foreach_batch: BatchFunction | None = field(default=None, compare=False)
+    """The user's ``foreachBatch`` function, run inside each batch after its rows are
+    collected (not compared: a job may make a new closure on every call)."""
+    trigger_ms: int | None = None
+    """The query's own processing-time trigger interval (set by ``from_app``)."""
 
 
 @dataclass(frozen=True)
@@ -214,12 +198,12 @@ class Topology:
         struct = KAFKA_SOURCE_SCHEMA
         if include_headers:
             struct = StructType([*struct.fields, StructField("headers", KAFKA_HEADERS_TYPE)])
-        kafka = _KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
+        kafka = KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
         return self._declare_input(name, struct, "timestamp", kafka)
 
     def _declare_input(
         self, name: str, struct: StructType, timestamp_column: str | None,
-        kafka: _KafkaInput | None,
+        kafka: KafkaInput | None,
     ) -> DataFrame:
         if name in self._inputs:
             raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
@@ -238,6 +222,34 @@ class Topology:
         (``"append"``, ``"update"`` or ``"complete"``, as in ``writeStream.outputMode``)."""
         self._check_output(name, df, output_mode)
         self._outputs[name] = (_OutputSpec(name, output_mode), df)
+
+    def foreach_batch(
+        self,
+        name: str,
+        df: DataFrame,
+        function: BatchFunction,
+        *,
+        output_mode: OutputMode = "append",
+    ) -> None:
+        """Declare output ``name``: ``df`` runs as a query whose sink is
+        ``writeStream.foreachBatch(function)``.
+
+        As in Spark, ``function(batch_df, batch_id)`` runs on the query's stream thread
+        inside every micro-batch, no-data batches included (then ``batch_df`` is empty),
+        before the batch is committed; an exception it raises fails the batch (the driver
+        raises :class:`~pyspark_streamtest.errors.StreamingQueryFailedError`, and
+        :meth:`~pyspark_streamtest.TopologyTestDriver.restart` retries the same batch id,
+        as Spark's recovery does). The driver also keeps the batch's rows, so the output
+        can be read like any other; reading them is one extra Spark job per batch, before
+        ``function`` is called. Tests usually assert on the function's side effects.
+        """
+        self._check_output(name, df, output_mode)
+        if not callable(function):
+            raise TopologyError(
+                f"output {name!r}: the foreachBatch function must be callable "
+                f"(batch_df, batch_id), got {type(function).__name__}"
+            )
+        self._outputs[name] = (_OutputSpec(name, output_mode, foreach_batch=function), df)
 
     def kafka_output(
         self,
@@ -274,7 +286,7 @@ class Topology:
             )
         if topic is not None:
             _check_name(topic, "topic")
-        shaped, kafka = _kafka_sink_frame(name, df, topic, partitions)
+        shaped, kafka = kafka_sink_frame(name, df, topic, partitions)
         self._outputs[name] = (_OutputSpec(name, output_mode, kafka), shaped)
 
     def _check_output(self, name: str, df: DataFrame, output_mode: str) -> None:
@@ -289,6 +301,11 @@ class Topology:
             raise TopologyError(
                 f"output {name!r} must be a DataFrame, got {type(df).__name__}"
             )
+
+    def _set_trigger(self, name: str, interval_ms: int | None) -> None:
+        """Give output ``name`` its query's own trigger interval (``from_app``)."""
+        spec, df = self._outputs[name]
+        self._outputs[name] = (replace(spec, trigger_ms=interval_ms), df)
 
     # --- used by the driver -----------------------------------------------------------------
     def _built_output(self, name: str) -> _BuiltOutput:
@@ -344,88 +361,6 @@ def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRul
 TopologyFunction = Callable[[Topology], None]
 
 _TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
-
-
-def _kafka_sink_frame(
-    name: str, df: DataFrame, topic: str | None, partitions: int
-) -> tuple[DataFrame, _KafkaOutput]:
-    """Check ``df`` as Spark's Kafka sink does and project it to the sink's columns.
-
-    Failures Spark's sink (or Kafka's producer) raises while writing a row, a null
-    topic and a partition out of range, are raised inside the query too
-    (``raise_error``), so the query fails in the batch that writes such a row.
-    """
-    fields = {f.name: f.dataType for f in df.schema.fields}
-
-    def bad_type(column: str, wanted: str) -> TopologyError:
-        return TopologyError(
-            f"kafka output {name!r}: the {column!r} column is "
-            f"{fields[column].simpleString()}; Spark's Kafka sink needs {wanted}"
-        )
-
-    if "value" not in fields:
-        raise TopologyError(
-            f"kafka output {name!r}: Spark's Kafka sink needs a 'value' column (string or "
-            f"binary); the DataFrame has {', '.join(fields) or 'no columns'}. Select e.g. "
-            "F.to_json(F.struct(...)).alias('value')"
-        )
-    text_or_bytes = (StringType, BinaryType)
-    if not isinstance(fields["value"], text_or_bytes):
-        raise bad_type("value", "string or binary")
-    if "key" in fields and not isinstance(fields["key"], text_or_bytes):
-        raise bad_type("key", "string or binary")
-    if "topic" in fields and not isinstance(fields["topic"], StringType):
-        raise bad_type("topic", "string")
-    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
-        raise bad_type("partition", "int")
-    if "headers" in fields and fields["headers"] != KAFKA_HEADERS_TYPE and not (
-        isinstance(fields["headers"], ArrayType)
-        and isinstance(fields["headers"].elementType, StructType)
-        and [(f.name, f.dataType) for f in fields["headers"].elementType.fields]
-        == [("key", StringType()), ("value", BinaryType())]
-    ):
-        raise bad_type("headers", "array<struct<key: string, value: binary>>")
-
-    if topic is not None:
-        topic_col = F.lit(topic)
-    elif "topic" in fields:
-        topic_col = F.when(
-            F.col("topic").isNull(),
-            F.raise_error(F.lit(
-                f"kafka output {name!r}: a row has a null 'topic'; give every row a topic, "
-                "or set topic= on kafka_output"
-            )),
-        ).otherwise(F.col("topic"))
-    else:
-        topic_col = F.lit(name)
-    columns = [
-        (F.col("key") if "key" in fields else F.lit(None).cast("binary")).alias("key"),
-        F.col("value").alias("value"),
-        topic_col.cast("string").alias("topic"),
-    ]
-    if "partition" in fields:
-        part = F.col("partition")
-        columns.append(
-            F.when(
-                part.isNotNull() & ((part < 0) | (part >= partitions)),
-                F.raise_error(F.concat(
-                    F.lit(f"kafka output {name!r}: partition "), part.cast("string"),
-                    F.lit(f" is out of range [0, {partitions}); declare kafka_output(..., "
-                          "partitions=N) with enough partitions"),
-                )),
-            ).otherwise(part).cast("int").alias("partition")
-        )
-    if "headers" in fields:
-        columns.append(F.col("headers").alias("headers"))
-    kafka = _KafkaOutput(
-        partitions=partitions,
-        topic=topic,
-        has_key="key" in fields,
-        has_partition="partition" in fields,
-        has_headers="headers" in fields,
-        has_topic_column="topic" in fields,
-    )
-    return df.select(*columns), kafka
 
 
 def _check_name(name: object, kind: str) -> None:
