@@ -39,6 +39,7 @@ __all__ = [
     "TopologyError",
     "UninitializedTopicError",
     "UnknownTopicError",
+    "UnsupportedAppCallError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
 ]
@@ -77,6 +78,11 @@ class InvalidArgumentTypeError(StreamTestError, TypeError):
 
 class TopologyError(StreamTestError, ValueError):
     """The topology function declared something the driver cannot run."""
+
+
+class UnsupportedAppCallError(TopologyError):
+    """A job run by ``from_app`` made a streaming call the driver cannot run (a source,
+    sink, trigger or option); the message names the call and what is supported."""
 
 
 class UnknownTopicError(StreamTestError, ValueError):

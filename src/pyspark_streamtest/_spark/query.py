@@ -168,3 +168,14 @@ def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
 
     while running() and time.monotonic() < deadline:
         waited.wait(0.005)  # liveness check of Spark's task threads, bounded
+
+
+def processing_time_ms(jvm: Jvm, interval: str) -> int:
+    """The interval of ``trigger(processingTime=interval)``, parsed by Spark's own
+    ``Trigger.ProcessingTime`` (so every form Spark accepts is accepted); a ValueError
+    with Spark's message for one it refuses."""
+    try:
+        trigger = jvm.jvm.org.apache.spark.sql.streaming.Trigger.ProcessingTime(interval)
+    except Exception as error:
+        raise ValueError(java_error_text(error).strip().splitlines()[0]) from None
+    return int(trigger.intervalMs())

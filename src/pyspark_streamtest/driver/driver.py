@@ -4,16 +4,19 @@ deterministically. The work is done by the collaborators it delegates to."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from .._spark.jvm import Jvm
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
+from ..app import App, AppSettings, app_topology
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (
     DEFAULT_START_TIME,
@@ -22,7 +25,7 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
-from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
+from ..errors import InvalidArgumentTypeError, StreamTestError, TopologyError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -97,13 +100,17 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         *,
         spark: SparkSession | None = None,
         start_time: datetime = DEFAULT_START_TIME,
-        trigger_interval: timedelta = timedelta(seconds=1),
+        trigger_interval: timedelta | None = timedelta(seconds=1),
         freeze_python_clock: bool = False,
         checkpoint_root: str | os.PathLike[str] | None = None,
         timeout: timedelta = timedelta(minutes=2),
         sql_conf: Mapping[str, str] | None = None,
     ) -> None:
         """Build the topology and start its queries.
+
+        ``trigger_interval=None`` takes the interval the topology's queries set
+        themselves (a job's ``trigger(processingTime=...)`` under :meth:`from_app`);
+        without one, 1 second.
 
         ``spark`` defaults to :func:`~pyspark_streamtest.test_spark_session` (a local,
         test-tuned session). ``checkpoint_root`` is where the temporary checkpoint
@@ -136,7 +143,10 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
             )
         conf = check_sql_conf(sql_conf)
         now_ms = to_ms(require_aware(start_time, "start_time"))
-        interval_ms = duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
+        interval_ms = (
+            None if trigger_interval is None
+            else duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
+        )
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
         self._closed = False
         self._closed_because = None
@@ -148,6 +158,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built = build_topology(topology, session, jvm)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
+        if interval_ms is None:
+            interval_ms = _own_trigger_ms(built)
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms)
         self._generation = 0
@@ -190,6 +202,45 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
                       lambda: self.current_time, self._broker),
             OutputLink(check, self._history, self._frame),
         )
+
+    @classmethod
+    def from_app(
+        cls,
+        app: App,
+        *,
+        inputs: Mapping[str, str] | None = None,
+        topics: Sequence[str] = (),
+        schemas: Mapping[str, str | StructType] | None = None,
+        ignore_options: Iterable[str] = (),
+        trigger_interval: timedelta | None = None,
+        **driver_options: Any,
+    ) -> TopologyTestDriver:
+        """A driver for a production job as it is: ``app`` is its ``main(spark)`` (or a
+        ``main()`` that calls ``SparkSession.builder.getOrCreate()``, which returns the
+        test's session). The job runs with ``spark.readStream`` and ``df.writeStream``
+        intercepted (restored afterwards, also on errors): each streaming source becomes
+        an input, each started query an output. See the guide "Test your job as it is"
+        for the sources and sinks and how each is named.
+
+        ``inputs`` renames sources (topic, path, table, ``"rate"``, ``"socket"`` ->
+        input name); ``topics`` lists the topics a ``subscribePattern`` may match;
+        ``schemas`` gives the schema of a table or path the job reads without stating
+        one; ``ignore_options`` lets the job's rate limits (``maxOffsetsPerTrigger``...)
+        through, unhonoured. ``trigger_interval=None`` steps the queries on the job's
+        own ``trigger(processingTime=...)`` (1 s without one). The rest are the
+        constructor's options (``spark``, ``start_time``, ``sql_conf``...).
+
+        The job's ``checkpointLocation`` is never created or read (the driver's own
+        temporary checkpoint is used); ``awaitTermination()`` and
+        ``spark.streams.awaitAnyTermination()`` return at once; ``query.stop()`` and
+        ``spark.stop()`` do nothing while the job runs. The job is called once more for
+        each query that reads a source another query reads, so it must start the same
+        queries every time.
+        """
+        settings = AppSettings(dict(inputs or {}), tuple(topics), dict(schemas or {}),
+                               frozenset(ignore_options))
+        return cls(app_topology(app, settings), trigger_interval=trigger_interval,
+                   **driver_options)
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> TopologyTestDriver:
@@ -403,3 +454,16 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
 
+
+def _own_trigger_ms(built: Sequence[_BuiltOutput]) -> int:
+    """The one trigger interval the queries set themselves (1 s if none sets one)."""
+    own = sorted({b.spec.trigger_ms for b in built if b.spec.trigger_ms is not None})
+    if len(own) > 1:
+        names = ", ".join(
+            f"{b.spec.name}: {b.spec.trigger_ms} ms" for b in built if b.spec.trigger_ms
+        )
+        raise TopologyError(
+            f"the queries set different trigger intervals ({names}); the driver steps every "
+            "query on one trigger interval: pass trigger_interval=timedelta(...) to choose it"
+        )
+    return own[0] if own else 1000

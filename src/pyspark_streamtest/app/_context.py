@@ -1,0 +1,106 @@
+"""What one run of a job under ``from_app`` shares: the topology being declared, the
+test's settings, and the names given so far."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from ..errors import UnsupportedAppCallError, hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+Mode = Literal["append", "update", "complete"]
+
+
+class Declarer(Protocol):
+    """The part of :class:`~pyspark_streamtest.Topology` a job's calls are turned into."""
+
+    @property
+    def spark(self) -> SparkSession: ...
+
+    def input(
+        self, name: str, *, schema: str | StructType, timestamp_column: str | None = None
+    ) -> DataFrame: ...
+
+    def kafka_input(self, name: str, *, include_headers: bool = False) -> DataFrame: ...
+
+    def output(self, name: str, df: DataFrame, *, output_mode: Mode = "append") -> None: ...
+
+    def kafka_output(
+        self, name: str, df: DataFrame, *, topic: str | None = None,
+        output_mode: Mode = "append",
+    ) -> None: ...
+
+    def foreach_batch(
+        self, name: str, df: DataFrame, function: Callable[[DataFrame, int], object], *,
+        output_mode: Mode = "append",
+    ) -> None: ...
+
+    def _set_trigger(self, name: str, interval_ms: int | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """What the test tells ``from_app`` about the job's sources."""
+
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    """Source (topic, path, table, ``"rate"``, ``"socket"``) -> input name."""
+    topics: Sequence[str] = ()
+    """The topics a ``subscribePattern`` may match."""
+    schemas: Mapping[str, str | StructType] = field(default_factory=dict)
+    """Source (table or path) -> its schema, where the job does not state one."""
+    ignore_options: frozenset[str] = frozenset()
+    """Options the job sets that the driver would refuse (rate limits), to run without."""
+
+
+@dataclass
+class AppRun:
+    """One call of the job: the declarer, the settings, the names used so far."""
+
+    declarer: Declarer
+    settings: AppSettings
+    sources: dict[str, tuple[object, DataFrame]] = field(default_factory=dict)
+    """input name -> (what declared it, its DataFrame): a source read twice is one input."""
+    outputs: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    """The production checkpoint locations the job asked for (never touched)."""
+
+    def input_name(self, source: str, default: str) -> str:
+        """The name the test gave ``source`` (``inputs=``), else ``default`` made safe."""
+        given = self.settings.inputs.get(source)
+        if given is not None:
+            return given
+        return safe_name(default, source)
+
+    def output_name(self, wanted: str) -> str:
+        """``wanted`` made safe, with ``-2``, ``-3``... if a query already has it."""
+        base = safe_name(wanted, wanted)
+        name, n = base, 1
+        while name in self.outputs:
+            n += 1
+            name = f"{base}-{n}"
+        self.outputs.append(name)
+        return name
+
+
+def safe_name(text: str, source: str) -> str:
+    name = _UNSAFE.sub("_", text).strip("_")
+    if not name:
+        raise UnsupportedAppCallError(
+            f"cannot name the input or output for {source!r}; name it with "
+            f"from_app(..., inputs={{{source!r}: 'name'}})"
+        )
+    return name
+
+
+def last_segment(path: str) -> str:
+    """``s3://bucket/in/payments/`` -> ``payments``."""
+    return path.rstrip("/").rsplit("/", 1)[-1] or path

@@ -1,0 +1,215 @@
+"""``DataFrame.writeStream`` under ``from_app``: each query the job starts becomes one of
+the driver's outputs; the job gets a handle whose waits return at once."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, cast
+
+from pyspark.sql import DataFrame
+
+from .._spark.jvm import Jvm
+from .._spark.query import processing_time_ms
+from ..errors import UnsupportedAppCallError, hide_our_frames
+from ._context import AppRun, Mode, last_segment
+from ._sources import FILE_FORMATS
+
+__tracebackhide__ = hide_our_frames
+
+SINKS = ("kafka", "foreachBatch", "memory", "console", "noop", *FILE_FORMATS, "delta",
+         "toTable")
+
+
+class AppStreamWriter:
+    """Stands in for ``DataStreamWriter`` while the job runs (same verbs, same chaining)."""
+
+    def __init__(self, run: AppRun, df: DataFrame) -> None:
+        self._run = run
+        self._df = df
+        self._format: str | None = None
+        self._options: dict[str, str] = {}
+        self._mode: Mode = "append"
+        self._query_name: str | None = None
+        self._trigger_ms: int | None = None
+        self._batch_function: Any = None
+
+    def format(self, source: str) -> AppStreamWriter:
+        self._format = str(source)
+        return self
+
+    def option(self, key: str, value: Any) -> AppStreamWriter:
+        if value is not None:
+            self._options[str(key)] = (
+                ("true" if value else "false") if isinstance(value, bool) else str(value)
+            )
+        return self
+
+    def options(self, **options: Any) -> AppStreamWriter:
+        for key, value in options.items():
+            self.option(key, value)
+        return self
+
+    def outputMode(self, outputMode: str) -> AppStreamWriter:  # noqa: N802, N803 (PySpark's)
+        mode = str(outputMode).lower()
+        if mode not in ("append", "update", "complete"):
+            raise UnsupportedAppCallError(
+                f"outputMode({outputMode!r}): Spark accepts append, update or complete"
+            )
+        self._mode = cast(Mode, mode)
+        return self
+
+    def queryName(self, queryName: str) -> AppStreamWriter:  # noqa: N802, N803 (PySpark's)
+        self._query_name = str(queryName)
+        return self
+
+    def partitionBy(self, *cols: Any) -> AppStreamWriter:  # noqa: N802 (PySpark's name)
+        return self  # how files are laid out; the driver keeps rows, not files
+
+    def trigger(
+        self, *, processingTime: str | None = None, once: bool | None = None,  # noqa: N803
+        continuous: str | None = None, availableNow: bool | None = None,  # noqa: N803
+    ) -> AppStreamWriter:
+        if continuous is not None:
+            raise UnsupportedAppCallError(
+                f"trigger(continuous={continuous!r}): continuous processing is not supported "
+                "by the driver (it steps micro-batches); test the job with a processingTime "
+                "trigger"
+            )
+        if processingTime is not None:
+            try:
+                interval = processing_time_ms(Jvm(self._df.sparkSession), processingTime)
+            except ValueError as error:
+                raise UnsupportedAppCallError(
+                    f"trigger(processingTime={processingTime!r}): {error}"
+                ) from None
+            self._trigger_ms = interval or None
+        else:  # once / availableNow: batches run when the test steps the driver
+            self._trigger_ms = None
+        return self
+
+    def foreachBatch(self, func: Any) -> AppStreamWriter:  # noqa: N802 (PySpark's name)
+        self._batch_function = func
+        return self
+
+    def foreach(self, f: Any) -> AppStreamWriter:
+        raise UnsupportedAppCallError(
+            "writeStream.foreach(...) is not supported by from_app yet; foreachBatch is"
+        )
+
+    def start(
+        self, path: str | None = None, format: str | None = None,
+        outputMode: str | None = None, partitionBy: Any = None,  # noqa: N803
+        queryName: str | None = None, **options: Any,  # noqa: N803
+    ) -> AppQuery:
+        if format is not None:
+            self.format(format)
+        if outputMode is not None:
+            self.outputMode(outputMode)
+        if queryName is not None:
+            self.queryName(queryName)
+        self.options(**options)
+        if path is not None:
+            self._options["path"] = path
+        return self._declare(None)
+
+    def toTable(  # noqa: N802 (PySpark's name)
+        self, tableName: str, format: str | None = None,  # noqa: N803
+        outputMode: str | None = None, partitionBy: Any = None,  # noqa: N803
+        queryName: str | None = None, **options: Any,  # noqa: N803
+    ) -> AppQuery:
+        if outputMode is not None:
+            self.outputMode(outputMode)
+        if queryName is not None:
+            self.queryName(queryName)
+        self.options(**options)
+        return self._declare(str(tableName))
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnsupportedAppCallError(
+            f"writeStream.{name}(...) is not supported by from_app; supported sinks: "
+            f"{', '.join(SINKS)}"
+        )
+
+    # --- turning the query into an output ---------------------------------------------------
+    def _declare(self, table: str | None) -> AppQuery:
+        run, declarer, mode = self._run, self._run.declarer, self._mode
+        checkpoint = self._options.get("checkpointLocation")
+        if checkpoint is not None:
+            run.checkpoints.append(checkpoint)  # recorded, never created or read
+        sink = (self._format or "").lower()
+        if self._batch_function is not None:
+            function = self._batch_function
+            named = getattr(function, "__name__", "")
+            name = run.output_name(self._query_name or (
+                named if named and not named.startswith("<") else "foreachBatch"))
+            declarer.foreach_batch(name, self._df, function, output_mode=mode)
+        elif table is not None:
+            name = run.output_name(self._query_name or table)
+            declarer.output(name, self._df, output_mode=mode)
+        elif sink == "kafka":
+            topic = self._options.get("topic")
+            name = run.output_name(self._query_name or topic or "kafka")
+            declarer.kafka_output(name, self._df, topic=topic, output_mode=mode)
+        elif sink in ("memory", "console", "noop"):
+            if sink == "memory" and self._query_name is None:
+                raise UnsupportedAppCallError(
+                    "writeStream.format('memory') needs a queryName (Spark's rule too)")
+            name = run.output_name(self._query_name or sink)
+            declarer.output(name, self._df, output_mode=mode)
+        elif sink in (*FILE_FORMATS, "delta", ""):
+            path = self._options.get("path")
+            if path is None:
+                raise UnsupportedAppCallError(
+                    f"writeStream{f'.format({sink!r})' if sink else ''}.start() has no path "
+                    "(Spark's rule too); give start(path) or option('path', ...)"
+                )
+            name = run.output_name(self._query_name or last_segment(path))
+            declarer.output(name, self._df, output_mode=mode)
+        else:
+            raise UnsupportedAppCallError(
+                f"streaming sink {sink!r} is not supported by from_app; supported: "
+                f"{', '.join(SINKS)}; or wrap the job in a Topology"
+            )
+        declarer._set_trigger(name, self._trigger_ms)
+        return AppQuery(name, self._query_name)
+
+
+class AppQuery:
+    """What ``start()`` returns to the job under ``from_app``: a stand-in for
+    ``StreamingQuery`` whose waits return at once, so a ``main()`` that blocks on its
+    queries returns. The driver runs the real query; the test steps it."""
+
+    def __init__(self, output: str, query_name: str | None) -> None:
+        self.output = output
+        """The driver output this query became."""
+        self.name = query_name
+        self.id = str(uuid.uuid4())
+        self.runId = str(uuid.uuid4())
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802 (PySpark's name)
+        return True
+
+    def awaitTermination(self, timeout: float | None = None) -> bool | None:  # noqa: N802
+        """Returns at once (``True`` with a timeout, so wait loops end)."""
+        return None if timeout is None else True
+
+    def processAllAvailable(self) -> None:  # noqa: N802 (PySpark's name)
+        """Nothing to do while the job is being set up: the test steps the driver."""
+
+    def stop(self) -> None:
+        """Ignored: the driver owns its queries (``close()`` stops them)."""
+
+    def exception(self) -> None:
+        return None
+
+    @property
+    def lastProgress(self) -> None:  # noqa: N802 (PySpark's name)
+        return None
+
+    @property
+    def recentProgress(self) -> list[Any]:  # noqa: N802 (PySpark's name)
+        return []
+
+    def __repr__(self) -> str:
+        return f"AppQuery(output={self.output!r}, name={self.name!r})"

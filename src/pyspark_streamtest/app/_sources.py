@@ -1,0 +1,225 @@
+"""``spark.readStream`` under ``from_app``: each streaming source the job reads becomes
+one of the driver's inputs, with the columns the real source has."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from ..errors import UnsupportedAppCallError, hide_our_frames
+from ._context import AppRun, last_segment
+
+__tracebackhide__ = hide_our_frames
+
+FILE_FORMATS = ("json", "csv", "parquet", "orc", "text")
+SOURCES = ("kafka", "rate", "rate-micro-batch", "socket", *FILE_FORMATS, "delta", "table")
+_RATE_SCHEMA = "timestamp TIMESTAMP, value BIGINT"
+# Options that decide how many records one batch takes. The driver puts every record
+# piped between two steps into one batch, so it cannot honour them.
+_RATE_LIMITS = (
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+    "maxFilesPerTrigger", "maxBytesPerTrigger",
+)
+
+
+class AppStreamReader:
+    """Stands in for ``DataStreamReader`` while the job runs (same verbs, same chaining)."""
+
+    def __init__(self, run: AppRun) -> None:
+        self._run = run
+        self._format: str | None = None
+        self._options: dict[str, str] = {}
+        self._schema: StructType | str | None = None
+
+    # --- the builder verbs ------------------------------------------------------------------
+    def format(self, source: str) -> AppStreamReader:
+        self._format = str(source)
+        return self
+
+    def option(self, key: str, value: Any) -> AppStreamReader:
+        if value is not None:
+            self._options[str(key)] = _option_text(value)
+        return self
+
+    def options(self, **options: Any) -> AppStreamReader:
+        for key, value in options.items():
+            self.option(key, value)
+        return self
+
+    def schema(self, schema: StructType | str) -> AppStreamReader:
+        self._schema = schema
+        return self
+
+    # --- the verbs that return the stream -------------------------------------------------------
+    def load(
+        self, path: str | None = None, format: str | None = None,
+        schema: StructType | str | None = None, **options: Any,
+    ) -> DataFrame:
+        if format is not None:
+            self.format(format)
+        if schema is not None:
+            self.schema(schema)
+        self.options(**options)
+        source = (self._format or self._run.declarer.spark.conf.get(
+            "spark.sql.sources.default", "parquet") or "parquet").lower()
+        if path is None:
+            path = self._options.get("path")
+        if source == "kafka":
+            return self._kafka()
+        if source in ("rate", "rate-micro-batch"):
+            return self._typed(source, source, _RATE_SCHEMA, "timestamp")
+        if source == "socket":
+            timestamped = self._options.get("includeTimestamp", "false").lower() == "true"
+            schema_text = "value STRING, timestamp TIMESTAMP" if timestamped else "value STRING"
+            return self._typed("socket", "socket", schema_text,
+                               "timestamp" if timestamped else None)
+        if source in (*FILE_FORMATS, "delta"):
+            if path is None:
+                raise UnsupportedAppCallError(
+                    f"readStream.format({source!r}).load() has no path; Spark needs one too"
+                )
+            return self._file(source, path)
+        raise UnsupportedAppCallError(
+            f"streaming source {source!r} is not supported by from_app; supported: "
+            f"{', '.join(SOURCES)}; or wrap the job in a Topology"
+        )
+
+    def json(self, path: str, schema: StructType | str | None = None, **options: Any) -> DataFrame:
+        return self.load(path, "json", schema, **options)
+
+    def csv(self, path: str, schema: StructType | str | None = None, **options: Any) -> DataFrame:
+        return self.load(path, "csv", schema, **options)
+
+    def parquet(self, path: str, **options: Any) -> DataFrame:
+        return self.load(path, "parquet", None, **options)
+
+    def orc(self, path: str, **options: Any) -> DataFrame:
+        return self.load(path, "orc", None, **options)
+
+    def text(self, path: str, **options: Any) -> DataFrame:
+        return self.load(path, "text", None, **options)
+
+    def table(self, tableName: str) -> DataFrame:  # noqa: N803 (PySpark's name)
+        return self._typed(tableName, tableName, self._stated_schema(tableName, "table"), None)
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnsupportedAppCallError(
+            f"readStream.{name}(...) is not supported by from_app; the driver supports "
+            "format, option, options, schema, load, json, csv, parquet, orc, text and table"
+        )
+
+    # --- sources ------------------------------------------------------------------------------
+    def _kafka(self) -> DataFrame:
+        self._refuse_rate_limits("kafka")
+        topics = self._topics()
+        headers = self._options.get("includeHeaders", "false").lower() == "true"
+        frames = []
+        for topic in topics:
+            name = self._run.input_name(topic, topic)
+            frames.append(self._once(
+                name, ("kafka", headers),
+                lambda name=name: self._run.declarer.kafka_input(name, include_headers=headers),
+            ))
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.union(frame)
+        return union
+
+    def _topics(self) -> list[str]:
+        options = self._options
+        given = [key for key in ("subscribe", "subscribePattern", "assign") if key in options]
+        if len(given) != 1:
+            raise UnsupportedAppCallError(
+                "readStream.format('kafka') needs exactly one of the options subscribe, "
+                f"subscribePattern, assign (Spark's rule too); the job gave {given or 'none'}"
+            )
+        if "subscribe" in options:
+            topics = [t.strip() for t in options["subscribe"].split(",") if t.strip()]
+        elif "assign" in options:
+            topics = list(json.loads(options["assign"]))
+        else:
+            pattern = options["subscribePattern"]
+            if not self._run.settings.topics:
+                raise UnsupportedAppCallError(
+                    f"the job subscribes to the pattern {pattern!r}: the driver's inputs exist "
+                    "before the test pipes anything, so name the topics it should match with "
+                    "from_app(..., topics=['orders-eu', ...])"
+                )
+            topics = [t for t in self._run.settings.topics if re.fullmatch(pattern, t)]
+            if not topics:
+                raise UnsupportedAppCallError(
+                    f"subscribePattern {pattern!r} matches none of the topics given to from_app "
+                    f"({', '.join(self._run.settings.topics)})"
+                )
+        if not topics:
+            raise UnsupportedAppCallError("readStream.format('kafka') names no topic")
+        return topics
+
+    def _file(self, source: str, path: str) -> DataFrame:
+        self._refuse_rate_limits(source)
+        if source == "text":
+            schema: StructType | str = "value STRING"
+        elif self._schema is not None:
+            schema = self._schema
+        else:
+            schema = self._stated_schema(path, f"{source} path")
+        return self._typed(path, last_segment(path), schema, None)
+
+    def _stated_schema(self, source: str, what: str) -> StructType | str:
+        stated = self._run.settings.schemas.get(source)
+        if stated is not None:
+            return stated
+        if what == "table":
+            spark = self._run.declarer.spark
+            if spark.catalog.tableExists(source):
+                return spark.table(source).schema
+        raise UnsupportedAppCallError(
+            f"the job reads the {what} {source!r} without stating its schema; the driver "
+            "needs it to type the input: create the table in the test session, or give "
+            f"from_app(..., schemas={{{source!r}: 'id BIGINT, ...'}})"
+        )
+
+    def _typed(
+        self, source: str, default_name: str, schema: StructType | str,
+        timestamp_column: str | None,
+    ) -> DataFrame:
+        name = self._run.input_name(source, default_name)
+        key = ("typed", schema if isinstance(schema, str) else schema.json())
+        return self._once(name, key, lambda: self._run.declarer.input(
+            name, schema=schema, timestamp_column=timestamp_column))
+
+    def _once(self, name: str, key: object, declare: Any) -> DataFrame:
+        """A source the job reads twice with the same settings is one input (one call of
+        the job gives each query its own DataFrame only through the driver)."""
+        known = self._run.sources.get(name)
+        if known is not None:
+            if known[0] != key:
+                raise UnsupportedAppCallError(
+                    f"the job reads {name!r} twice with different settings; give the two "
+                    "reads different input names with from_app(..., inputs=...)"
+                )
+            return known[1]
+        frame: DataFrame = declare()
+        self._run.sources[name] = (key, frame)
+        return frame
+
+    def _refuse_rate_limits(self, source: str) -> None:
+        for option in _RATE_LIMITS:
+            if option in self._options and option not in self._run.settings.ignore_options:
+                raise UnsupportedAppCallError(
+                    f"the job's {source} source sets {option}={self._options[option]}: the "
+                    "driver puts every record piped between two steps into one batch and "
+                    "cannot honour it. Pipe as many records per step as one batch should "
+                    f"take, and pass from_app(..., ignore_options={{{option!r}}})"
+                )
+
+
+def _option_text(value: Any) -> str:
+    """Option values as PySpark sends them: booleans as ``true``/``false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,259 @@
+"""``TopologyTestDriver.from_app``: a job's own streaming calls, run as real queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamReader
+
+from pyspark_streamtest import (
+    TopologyError,
+    TopologyTestDriver,
+    UnsupportedAppCallError,
+)
+from pyspark_streamtest.kafka import KAFKA_SOURCE_SCHEMA
+from tests.helpers import T0, at
+
+KAFKA_COLUMNS = [f.name for f in KAFKA_SOURCE_SCHEMA.fields]
+
+
+def as_text(df: DataFrame, source: str, column: str) -> DataFrame:
+    return df.select(F.lit(source).alias("source"), F.col(column).cast("string").alias("v"))
+
+
+def test_every_source_kind_becomes_an_input_with_the_source_columns(spark, tmp_path):
+    spark.range(0).selectExpr("'x' AS account", "0L AS limit_eur").createOrReplaceTempView(
+        "accounts_live")
+    seen: dict[str, list[str]] = {}
+
+    def job(spark: SparkSession) -> None:
+        reads = {
+            "kafka": spark.readStream.format("kafka").option("subscribe", "orders, refunds")
+            .option("includeHeaders", True).load(),
+            "rate": spark.readStream.format("rate").option("rowsPerSecond", 10).load(),
+            "socket": spark.readStream.format("socket").option("host", "localhost")
+            .option("port", 9999).option("includeTimestamp", "true").load(),
+            "json": spark.readStream.schema("id INT, name STRING").json("s3a://in/json-orders/"),
+            "csv": spark.readStream.csv("/data/csv-orders", schema="id INT, name STRING"),
+            "parquet": spark.readStream.schema("id INT").load("/data/parquet-orders"),
+            "text": spark.readStream.text("/data/log-lines"),
+            "table": spark.readStream.table("accounts_live"),
+            "delta": spark.readStream.format("delta").load("/lake/customers"),
+        }
+        seen.update({kind: df.columns for kind, df in reads.items()})
+        column = {"kafka": "value", "rate": "value", "socket": "value", "json": "name",
+                  "csv": "name", "parquet": "id", "text": "value", "table": "account",
+                  "delta": "customer"}
+        union = None
+        for kind, df in reads.items():
+            frame = as_text(df, kind, column[kind])
+            union = frame if union is None else union.unionByName(frame)
+        assert union is not None
+        union.writeStream.format("memory").queryName("everything").start()
+
+    with TopologyTestDriver.from_app(
+        job, spark=spark, schemas={"/lake/customers": "customer STRING"},
+        inputs={"/data/log-lines": "lines"},
+    ) as driver:
+        assert sorted(driver.input_names) == sorted([
+            "orders", "refunds", "rate", "socket", "json-orders", "csv-orders",
+            "parquet-orders", "lines", "accounts_live", "customers"])
+        assert seen["kafka"] == [*KAFKA_COLUMNS, "headers"]
+        assert seen["rate"] == ["timestamp", "value"]
+        assert seen["socket"] == ["value", "timestamp"]
+        assert seen["text"] == ["value"]
+        assert seen["table"] == ["account", "limit_eur"]
+
+        driver.create_input_topic("orders", value_serializer="string").pipe_input("k", "o1")
+        driver.create_input_topic("refunds", value_serializer="string").pipe_input("k", "r1")
+        driver.create_input_topic("rate").pipe_input({"value": 7}, timestamp=at(0))
+        driver.create_input_topic("socket").pipe_input({"value": "line"}, timestamp=at(0))
+        driver.create_input_topic("json-orders").pipe_input({"id": 1, "name": "j"})
+        driver.create_input_topic("csv-orders").pipe_input({"id": 2, "name": "c"})
+        driver.create_input_topic("parquet-orders").pipe_input({"id": 3})
+        driver.create_input_topic("lines").pipe_input({"value": "t"})
+        driver.create_input_topic("accounts_live").pipe_input({"account": "a", "limit_eur": 1})
+        driver.create_input_topic("customers").pipe_input({"customer": "d"})
+        driver.process_all_available()
+        rows = driver.create_output_topic("everything").read_values_to_list()
+        assert sorted((r["source"], r["v"]) for r in rows) == sorted([
+            ("kafka", "o1"), ("kafka", "r1"), ("rate", "7"), ("socket", "line"),
+            ("json", "j"), ("csv", "c"), ("parquet", "3"), ("text", "t"), ("table", "a"),
+            ("delta", "d")])
+
+
+def test_every_sink_kind_becomes_an_output_and_no_production_path_is_written(spark, tmp_path):
+    calls: list[tuple[int, int]] = []
+    paths = [tmp_path / name for name in ("out-parquet", "ck")]
+
+    def job(spark: SparkSession) -> None:
+        events = (spark.readStream.format("kafka").option("subscribe", "events").load()
+                  .select(F.col("key"), F.col("value").cast("string").alias("value")))
+        checkpoint = str(tmp_path / "ck")
+        events.writeStream.format("kafka").option("topic", "copied") \
+            .option("checkpointLocation", f"{checkpoint}/1").start()
+        events.withColumn("topic", F.concat(F.lit("to-"), F.col("value"))) \
+            .writeStream.format("kafka").queryName("routed").start()
+        events.writeStream.format("memory").queryName("in_memory").start()
+        events.writeStream.format("console").start()
+        events.writeStream.format("noop").start()
+        events.writeStream.start(str(tmp_path / "out-parquet"), format="parquet",
+                                 checkpointLocation=f"{checkpoint}/2")
+        events.writeStream.toTable("events_table")
+        events.writeStream.foreachBatch(lambda df, batch_id: calls.append(
+            (batch_id, df.count()))).start().awaitTermination()
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        assert driver.output_names == ("copied", "routed", "in_memory", "console", "noop",
+                                       "out-parquet", "events_table", "foreachBatch")
+        driver.create_input_topic("events", value_serializer="string").pipe_input("k", "x")
+        driver.process_all_available()
+        assert driver.produced_topic_names() == {
+            "copied", "to-x", "in_memory", "console", "noop", "out-parquet", "events_table",
+            "foreachBatch"}
+        assert driver.create_output_topic(
+            "to-x", value_deserializer="string").read_value() == "x"
+        for name in ("in_memory", "console", "noop", "out-parquet", "events_table"):
+            assert driver.create_output_topic(name).read_value()["value"] == "x", name
+        assert calls == [(0, 1)]
+    assert not any(path.exists() for path in paths)
+    assert not spark.catalog.tableExists("events_table")
+
+
+def test_the_queries_run_on_the_jobs_trigger_interval(spark):
+    def job(spark: SparkSession) -> None:
+        rows = spark.readStream.schema("id INT").json("/in/rows")
+        rows.writeStream.format("console").trigger(processingTime="10 seconds").start()
+        rows.writeStream.format("memory").queryName("copy") \
+            .trigger(processingTime="10 seconds").start()
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("rows").pipe_input({"id": 1})
+        assert driver.advance_wall_clock(timedelta(seconds=9)) == []
+        ran = driver.advance_wall_clock(timedelta(seconds=1))
+        assert {(b.output, b.processing_time) for b in ran} == {
+            ("console", at(10)), ("copy", at(10))}
+    # The test may choose the interval itself.
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0,
+                                     trigger_interval=timedelta(seconds=1)) as driver:
+        driver.create_input_topic("rows").pipe_input({"id": 1})
+        assert len(driver.advance_wall_clock(timedelta(seconds=1))) == 2
+
+
+def test_queries_with_different_intervals_ask_for_one(spark):
+    def job(spark: SparkSession) -> None:
+        rows = spark.readStream.schema("id INT").json("/in/rows")
+        rows.writeStream.format("console").trigger(processingTime="10 seconds").start()
+        rows.writeStream.format("noop").trigger(processingTime="1 minute").start()
+
+    with pytest.raises(TopologyError, match=r"console: 10000 ms, noop: 60000 ms.*"
+                                            r"trigger_interval"):
+        TopologyTestDriver.from_app(job, spark=spark)
+
+
+def test_available_now_and_once_queries_step_with_the_driver(spark):
+    def job(spark: SparkSession) -> None:
+        rows = spark.readStream.schema("id INT").json("/in/rows")
+        rows.writeStream.format("console").trigger(availableNow=True).start()
+        rows.writeStream.format("noop").trigger(once=True).start()
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("rows").pipe_input({"id": 1})
+        assert [b.output for b in driver.process_all_available()] == ["console", "noop"]
+
+
+def test_pyspark_is_restored_after_the_job_also_when_it_fails(spark):
+    def failing(spark: SparkSession) -> None:
+        spark.readStream.format("rate").load()
+        raise RuntimeError("the job's own bug")
+
+    before = {name: getattr(type(spark), name) for name in ("stop", "readStream")}
+    writer = type(spark.range(1)).writeStream
+    with pytest.raises(RuntimeError, match="the job's own bug"):
+        TopologyTestDriver.from_app(failing, spark=spark)
+    assert {name: getattr(type(spark), name) for name in before} == before
+    assert type(spark.range(1)).writeStream is writer
+    assert type(spark.streams).awaitAnyTermination.__qualname__.startswith(
+        "StreamingQueryManager.")
+    assert isinstance(spark.readStream, DataStreamReader)
+
+
+def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
+    def job(spark: SparkSession) -> None:
+        query = spark.readStream.format("rate").load().writeStream.format("noop").start()
+        assert query.awaitTermination() is None
+        assert query.awaitTermination(60) is True
+        spark.streams.awaitAnyTermination()
+        query.stop()
+        spark.stop()
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        assert driver.output_names == ("noop",)
+    assert spark.range(3).count() == 3  # the test's session is still alive
+
+
+@pytest.mark.parametrize(("job", "message"), [
+    (lambda s: s.readStream.format("kinesis").load(),
+     r"streaming source 'kinesis' is not supported by from_app; supported: kafka, rate"),
+    (lambda s: s.readStream.format("rate").load().writeStream.format("kinesis").start(),
+     r"streaming sink 'kinesis' is not supported by from_app; supported: kafka"),
+    (lambda s: s.readStream.format("rate").load().writeStream.foreach(print).start(),
+     r"writeStream.foreach\(\.\.\.\) is not supported by from_app yet"),
+    (lambda s: s.readStream.format("kafka").option("subscribePattern", "orders-.*").load(),
+     r"pattern 'orders-\.\*'.*from_app\(\.\.\., topics=\["),
+    (lambda s: s.readStream.format("kafka").option("subscribe", "a")
+     .option("maxOffsetsPerTrigger", 100).load(),
+     r"maxOffsetsPerTrigger=100.*ignore_options=\{'maxOffsetsPerTrigger'\}"),
+    (lambda s: s.readStream.json("/in/no-schema"),
+     r"json path '/in/no-schema' without stating its schema.*schemas="),
+    (lambda s: s.readStream.format("rate").load().writeStream.format("memory").start(),
+     r"format\('memory'\) needs a queryName"),
+    (lambda s: s.readStream.format("rate").load().writeStream
+     .trigger(continuous="1 second").start(), r"continuous processing is not supported"),
+    (lambda s: s.readStream.format("rate").load().writeStream
+     .trigger(processingTime="soon").start(), r"trigger\(processingTime='soon'\)"),
+    (lambda s: s.readStream.changes("t"), r"readStream.changes\(\.\.\.\) is not supported"),
+], ids=["source", "sink", "foreach", "pattern", "rate-limit", "schema", "memory",
+        "continuous", "interval", "verb"])
+def test_what_cannot_run_is_refused_naming_the_call(spark, job, message):
+    with pytest.raises(UnsupportedAppCallError, match=message):
+        TopologyTestDriver.from_app(job, spark=spark)
+    assert isinstance(spark.readStream, DataStreamReader)
+
+
+def test_a_pattern_matches_the_topics_named_up_front_and_rate_limits_can_be_let_through(spark):
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribePattern", "orders-.*")
+         .option("maxOffsetsPerTrigger", 1).load()
+         .writeStream.format("memory").queryName("orders").start())
+
+    with TopologyTestDriver.from_app(
+        job, spark=spark, topics=["orders-eu", "orders-us", "refunds"],
+        ignore_options={"maxOffsetsPerTrigger"},
+    ) as driver:
+        assert driver.input_names == ("orders-eu", "orders-us")
+        driver.create_input_topic("orders-eu", value_serializer="string").pipe_input("1")
+        driver.create_input_topic("orders-us", value_serializer="string").pipe_input("2")
+        driver.create_input_topic("orders-us", value_serializer="string").pipe_input("3")
+        (batch,) = driver.process_all_available()  # one batch: the limit is not honoured
+        assert batch.num_input_rows == 3
+
+
+def test_a_missing_production_path_stays_missing(spark, tmp_path):
+    production = Path(tmp_path, "prod")
+
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("rate").load().writeStream.format("parquet")
+         .option("checkpointLocation", str(production / "ck"))
+         .option("path", str(production / "out")).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        driver.create_input_topic("rate").pipe_input({"value": 1}, timestamp=at(0))
+        driver.process_all_available()
+        driver.restart()
+        assert driver.create_output_topic("out").read_value()["value"] == 1
+    assert not production.exists()
