@@ -10,11 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamReader
 
-from pyspark_streamtest import (
-    TopologyError,
-    TopologyTestDriver,
-    UnsupportedAppCallError,
-)
+from pyspark_streamtest import TopologyTestDriver, UnsupportedAppCallError
 from pyspark_streamtest.kafka import KAFKA_SOURCE_SCHEMA
 from tests.helpers import T0, at
 
@@ -144,15 +140,23 @@ def test_the_queries_run_on_the_jobs_trigger_interval(spark):
         assert len(driver.advance_wall_clock(timedelta(seconds=1))) == 2
 
 
-def test_queries_with_different_intervals_ask_for_one(spark):
+def test_each_query_runs_on_its_own_interval(spark):
     def job(spark: SparkSession) -> None:
         rows = spark.readStream.schema("id INT").json("/in/rows")
         rows.writeStream.format("console").trigger(processingTime="10 seconds").start()
         rows.writeStream.format("noop").trigger(processingTime="1 minute").start()
+        rows.writeStream.format("memory").queryName("fast").start()  # Spark's default
 
-    with pytest.raises(TopologyError, match=r"console: 10000 ms, noop: 60000 ms.*"
-                                            r"trigger_interval"):
-        TopologyTestDriver.from_app(job, spark=spark)
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        rows = driver.create_input_topic("rows")
+        rows.pipe_input({"id": 1})
+        ran = driver.advance_wall_clock(timedelta(seconds=30))
+        assert [(b.output, b.processing_time) for b in ran] == [
+            ("fast", at(1)), ("console", at(10))]
+        rows.pipe_input({"id": 2})
+        ran = driver.advance_wall_clock(timedelta(seconds=30))
+        assert [(b.output, b.processing_time, b.num_input_rows) for b in ran] == [
+            ("fast", at(31), 1), ("console", at(40), 1), ("noop", at(60), 2)]
 
 
 def test_available_now_and_once_queries_step_with_the_driver(spark):

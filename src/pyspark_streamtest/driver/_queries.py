@@ -36,10 +36,15 @@ def names_text(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in listed) if listed else "(none)"
 
 
+DEFAULT_TRIGGER_MS = 1000
+"""The trigger interval of a query that sets none, when the driver is given none."""
+
+
 class Queries:
     """One :class:`QueryRunner` per output, in declaration order, with checkpoints in a
     fresh temporary directory under ``checkpoint_root``. Nothing starts until
-    :meth:`start`."""
+    :meth:`start`. ``interval_ms`` is every query's trigger interval; None runs each on
+    its own (``trigger_ms`` of its output, else :data:`DEFAULT_TRIGGER_MS`)."""
 
     def __init__(
         self,
@@ -47,7 +52,7 @@ class Queries:
         built: Iterable[_BuiltOutput],
         *,
         checkpoint_root: str | os.PathLike[str] | None,
-        interval_ms: int,
+        interval_ms: int | None,
         timeout_ms: int,
         sql_conf: Mapping[str, str],
         broker: Broker,
@@ -60,8 +65,10 @@ class Queries:
             for index, output in enumerate(built):
                 name = safe_file_name(output.spec.name)
                 folder = os.path.join(self._folder, f"{index}-{name}")
+                own = output.spec.trigger_ms or DEFAULT_TRIGGER_MS
                 self.runners.append(QueryRunner(
-                    jvm, output, folder, interval_ms, timeout_ms / 1000, sql_conf, broker,
+                    jvm, output, folder, own if interval_ms is None else interval_ms,
+                    timeout_ms / 1000, sql_conf, broker,
                 ))
         except BaseException:
             self.close()

@@ -77,15 +77,19 @@ class TimeControl:
             self._set_time(target)  # stopped: time moves, nothing runs
             return []
         ran: list[BatchRecord] = []
+        # A query whose trigger ran nothing runs nothing at its later triggers on the way
+        # (nothing is piped meanwhile): skip them. Queries may have different intervals.
+        quiet: set[str] = set()
         while True:
-            due = [r.next_trigger_ms for r in self._queries.runners]
-            next_trigger = min((t for t in due if t is not None), default=None)
+            due = {r.name: r.next_trigger_ms for r in self._queries.runners
+                   if r.name not in quiet and r.next_trigger_ms is not None}
+            next_trigger = min(due.values(), default=None)
             if next_trigger is None or next_trigger > target:
                 break
             batches = self._move_clock(next_trigger)
             ran.extend(batches)
-            if not batches:
-                break
+            busy = {b.output for b in batches}
+            quiet |= {name for name, ms in due.items() if ms == next_trigger} - busy
         ran.extend(self._move_clock(target))
         return ran
 

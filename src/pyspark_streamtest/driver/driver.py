@@ -25,7 +25,7 @@ from ..core.time import (
     require_aware,
     to_ms,
 )
-from ..errors import InvalidArgumentTypeError, StreamTestError, TopologyError, hide_our_frames
+from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._frames import records_frame
@@ -52,7 +52,8 @@ class _RunSettings:
 
     jvm: Jvm
     checkpoint_root: str | os.PathLike[str] | None
-    interval_ms: int
+    interval_ms: int | None
+    """None: each query on its own trigger interval (1 s for a query without one)."""
     timeout_ms: int
     sql_conf: Mapping[str, str]
     freeze_python_clock: bool
@@ -108,9 +109,10 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
     ) -> None:
         """Build the topology and start its queries.
 
-        ``trigger_interval=None`` takes the interval the topology's queries set
-        themselves (a job's ``trigger(processingTime=...)`` under :meth:`from_app`);
-        without one, 1 second.
+        ``trigger_interval=None`` runs each query on the interval it sets itself (a job's
+        ``trigger(processingTime=...)`` under :meth:`from_app`), 1 second for a query
+        that sets none: queries then trigger at different times, each at multiples of
+        its own interval.
 
         ``spark`` defaults to :func:`~pyspark_streamtest.test_spark_session` (a local,
         test-tuned session). ``checkpoint_root`` is where the temporary checkpoint
@@ -158,8 +160,6 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built = build_topology(topology, session, jvm)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
-        if interval_ms is None:
-            interval_ms = _own_trigger_ms(built)
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms)
         self._generation = 0
@@ -453,17 +453,3 @@ class TopologyTestDriver(Lifecycle, StateVerbs):
         state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
-
-
-def _own_trigger_ms(built: Sequence[_BuiltOutput]) -> int:
-    """The one trigger interval the queries set themselves (1 s if none sets one)."""
-    own = sorted({b.spec.trigger_ms for b in built if b.spec.trigger_ms is not None})
-    if len(own) > 1:
-        names = ", ".join(
-            f"{b.spec.name}: {b.spec.trigger_ms} ms" for b in built if b.spec.trigger_ms
-        )
-        raise TopologyError(
-            f"the queries set different trigger intervals ({names}); the driver steps every "
-            "query on one trigger interval: pass trigger_interval=timedelta(...) to choose it"
-        )
-    return own[0] if own else 1000
