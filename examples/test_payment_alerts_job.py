@@ -97,3 +97,21 @@ def test_the_production_checkpoints_are_never_touched(job):
     driver.advance_wall_clock(timedelta(minutes=1))
     assert not (folder / "production-checkpoints").exists()
     assert Path(folder, "audit").exists()
+
+
+def test_a_crash_after_the_audit_write_does_not_write_it_twice(job, spark):
+    """Spark runs a batch again after a crash between the sink and the commit: the
+    audit function must be idempotent on the batch id."""
+    driver, folder = job
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    driver.crash_before_commit("write_audit")
+    payments.pipe_input(None, payment("p1", "acc-1", 1.0, 5))
+    ran = driver.advance_wall_clock(timedelta(minutes=1))
+
+    assert [(b.output, b.batch_id) for b in ran] == [("payment-alerts", 0), ("write_audit", 0)]
+    # The function received batch 0 twice (at-least-once) ...
+    received = driver.create_output_topic("write_audit").read_values_to_list()
+    assert [r["payment_id"] for r in received] == ["p1", "p1"]
+    # ... and wrote it once.
+    audit = spark.read.parquet(str(folder / "audit"))
+    assert audit.select("payment_id", "batch_id").collect() == [("p1", 0)]

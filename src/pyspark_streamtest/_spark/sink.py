@@ -22,16 +22,26 @@ from .memory_stream import wrap_dataframe
 __tracebackhide__ = hide_our_frames
 
 
+class InjectedCrashError(Exception):
+    """The crash a test asked for (``crash_before_sink`` / ``crash_before_commit``)."""
+
+
 class CollectingSink:
     """``scala.Function2[Dataset[Row], Long, Unit]`` that keeps each batch's rows."""
 
     def __init__(
-        self, jvm: Jvm, then: Callable[[DataFrame, int], object] | None = None
+        self, jvm: Jvm, then: Callable[[DataFrame, int], object] | None = None,
+        crash: str | None = None,
     ) -> None:
         """``then``, if given, is the user's ``foreachBatch`` function: called with the
-        batch's DataFrame and id after the rows are collected, inside the batch."""
+        batch's DataFrame and id after the rows are collected, inside the batch.
+        ``crash`` (``"before_sink"`` or ``"before_commit"``) fails the next batch with
+        :class:`InjectedCrashError` before anything is written, or after everything is."""
         self._jvm = jvm
         self._then = then
+        self.crash = crash
+        self.crashed: list[Row] | None = None
+        """The rows written by the batch that crashed before its commit."""
         self._lock = threading.Lock()
         self._batches: list[tuple[int, list[Row]]] = []
         self.error: BaseException | None = None
@@ -39,10 +49,18 @@ class CollectingSink:
 
     def apply(self, jds: JavaObject, batch_id: Any) -> None:
         try:
+            if self.crash == "before_sink":
+                self.crash = None
+                raise InjectedCrashError(f"crash_before_sink: batch {batch_id} failed before "
+                                    "writing its sink")
             frame = wrap_dataframe(self._jvm, jds)
             rows = frame.collect()
             if self._then is not None:
                 self._then(frame, int(batch_id))
+            if self.crash == "before_commit":
+                self.crash, self.crashed = None, rows
+                raise InjectedCrashError(f"crash_before_commit: batch {batch_id} wrote its sink "
+                                    "and failed before its commit")
         except BaseException as error:
             self.error = error
             mark_reported(error)  # the driver reports it (StreamingQueryFailedError)

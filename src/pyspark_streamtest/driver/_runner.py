@@ -22,7 +22,7 @@ from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.plan import LateRule
 from .._spark.providers import unload_providers
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
-from .._spark.sink import CollectingSink
+from .._spark.sink import CollectingSink, InjectedCrashError
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ..core._costs import count_batches, spending
 from ..core._values import row_decoder
@@ -79,6 +79,8 @@ class QueryRunner:
         self._shadow: ShadowWatermark | None = None
         self._watermark_ms = 0
         self._forced_ms: int | None = None
+        self._crash: str | None = None  # armed for the next batch (see arm_crash)
+        self._written: list[Any] = []  # rows an at-least-once sink wrote before a crash
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -92,7 +94,8 @@ class QueryRunner:
         self.flush()
         self._callbacks = CallbackConnections(self._jvm.gateway)
         self.clock = _clock.ManualClock(now_ms, self._callbacks.note)
-        self._sink = CollectingSink(self._jvm, then=self.built.spec.foreach_batch)
+        self._sink = CollectingSink(self._jvm, then=self.built.spec.foreach_batch,
+                                    crash=self._crash)
         try:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf), spending("queries"):
                 self._jquery = self._start_query()
@@ -234,6 +237,8 @@ class QueryRunner:
         except _clock.QueryInactiveError:
             if self._retry is None:
                 self._retry = tuple(self._in_flight)
+            if isinstance(self._sink.error, InjectedCrashError):
+                return self._recover_from_crash()
             cause = (
                 _error_text(self._sink.error)
                 if self._sink.error is not None
@@ -252,8 +257,31 @@ class QueryRunner:
         count_batches(len(batches))
         return batches
 
+    # --- injected crashes ------------------------------------------------------------------
+    def arm_crash(self, kind: str) -> None:
+        """Fail the next batch ``"before_sink"`` or ``"before_commit"``; the runner then
+        restarts the query from its checkpoint, and Spark runs the same batch again."""
+        self._crash = kind
+        if self._sink is not None:
+            self._sink.crash = kind
+
+    def _recover_from_crash(self) -> list[BatchRecord]:
+        """What Spark's recovery does after the crash: restart from the checkpoint, which
+        runs the uncommitted batch again (same id, same offsets) at once. Kafka and
+        foreachBatch sinks are at-least-once: what the crashed attempt wrote stays."""
+        assert self._sink is not None and self.clock is not None
+        self._crash = None
+        spec = self.built.spec
+        if self._sink.crashed is not None and (spec.kafka or spec.foreach_batch):
+            self._written = self._sink.crashed
+        now_ms = self.clock.now_ms
+        self.stop()
+        return self.start(now_ms)
+
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None
+        if self._written:
+            rows, self._written = [*self._written, *rows], []
         has_wm = self.built.has_watermark
         if has_wm and self._shadow is None:
             self._shadow = ShadowWatermark(

@@ -28,6 +28,7 @@ from ..core.time import (
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
+from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
 from ._history import History
 from ._lifecycle import Lifecycle
@@ -60,7 +61,7 @@ class _RunSettings:
     start_ms: int
 
 
-class TopologyTestDriver(Lifecycle, StateVerbs):
+class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
     """Drives a topology's streaming queries on a clock the test controls.
 
     **What runs.** Every output declared by the topology function runs as a real Spark

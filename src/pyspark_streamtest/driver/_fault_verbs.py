@@ -1,0 +1,47 @@
+"""The driver's fault verbs: crash an output's next batch at the point Kafka users reason
+about (before the sink is written, or after it is written and before the commit), and
+let Spark's own recovery run the batch again."""
+
+from __future__ import annotations
+
+from ..errors import hide_our_frames
+from ._queries import Queries
+
+__tracebackhide__ = hide_our_frames
+
+__all__ = ["FaultVerbs"]
+
+
+class FaultVerbs:
+    """At-least-once against exactly-once, tested on the real recovery path."""
+
+    _queries: Queries
+
+    def _check_open(self) -> None:  # the driver's
+        raise NotImplementedError
+
+    def crash_before_commit(self, output: str) -> None:
+        """The next batch of ``output`` writes its sink, then fails before Spark writes
+        the batch to the commit log, as a driver crash at that moment would.
+
+        The driver then restarts that query from its checkpoint, as Spark's recovery (or
+        a restarted job) does, within the same step: Spark runs the *same* batch id again
+        with the same offsets. So a ``foreachBatch`` function is called twice with one
+        batch id, and a Kafka output gets the batch's records twice (Kafka's sink is
+        at-least-once; the topic shows both writes, with their own offsets): a test can
+        assert that the function is idempotent on the batch id, or that consumers
+        tolerate duplicates. Other outputs show the batch once, as Spark's exactly-once
+        sinks (files, tables, memory) do. :attr:`batches` keeps one record of the batch,
+        the one that was committed; its ``output_records`` hold what the sink received
+        over both attempts.
+        """
+        self._check_open()
+        self._queries.runner(output).arm_crash("before_commit")
+
+    def crash_before_sink(self, output: str) -> None:
+        """The next batch of ``output`` fails before its sink is written (for
+        ``foreachBatch``, before the function is called); the driver restarts the query
+        from its checkpoint within the same step and Spark runs the same batch again,
+        which writes once. Every sink then shows the batch exactly once."""
+        self._check_open()
+        self._queries.runner(output).arm_crash("before_sink")
