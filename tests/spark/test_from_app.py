@@ -205,8 +205,8 @@ def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
      r"streaming source 'kinesis' is not supported by from_app; supported: kafka, rate"),
     (lambda s: s.readStream.format("rate").load().writeStream.format("kinesis").start(),
      r"streaming sink 'kinesis' is not supported by from_app; supported: kafka"),
-    (lambda s: s.readStream.format("rate").load().writeStream.foreach(print).start(),
-     r"writeStream.foreach\(\.\.\.\) is not supported by from_app yet"),
+    (lambda s: s.readStream.format("rate").load().writeStream.foreach(3).start(),
+     r"writeStream.foreach\(int\): the writer must be a function of a row"),
     (lambda s: s.readStream.format("kafka").option("subscribePattern", "orders-.*").load(),
      r"pattern 'orders-\.\*'.*from_app\(\.\.\., topics=\["),
     (lambda s: s.readStream.format("kafka").option("subscribe", "a")
@@ -261,3 +261,66 @@ def test_a_missing_production_path_stays_missing(spark, tmp_path):
         driver.restart()
         assert driver.create_output_topic("out").read_value()["value"] == 1
     assert not production.exists()
+
+
+class FileWriter:
+    """A ForeachWriter whose side effects the test can see: it runs in Spark's Python
+    workers, so it writes files, one per partition and batch."""
+
+    def __init__(self, folder: str, refuse_epoch: int | None = None) -> None:
+        self.folder = folder
+        self.refuse_epoch = refuse_epoch
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.path = f"{self.folder}/{epoch_id}-{partition_id}.log"
+        self.lines = [f"open {partition_id} {epoch_id}"]
+        return epoch_id != self.refuse_epoch
+
+    def process(self, row) -> None:
+        self.lines.append(f"process {row['value']}")
+
+    def close(self, error) -> None:
+        self.lines.append(f"close {error}")
+        Path(self.path).write_text("\n".join(self.lines))
+
+
+def test_a_foreach_writer_is_opened_fed_and_closed_per_partition_as_spark_does(
+        spark, tmp_path):
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "events").load()
+         .select(F.col("value").cast("string").alias("value"))
+         .writeStream.foreach(FileWriter(str(tmp_path), refuse_epoch=1)).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        assert driver.output_names == ("FileWriter",)
+        events = driver.create_input_topic("events", value_serializer="string")
+        events.pipe_input("x")
+        events.pipe_input("y")
+        driver.process_all_available()
+        events.pipe_input("z")  # open() refuses epoch 1: nothing processed, still closed
+        driver.process_all_available()
+    logs = {p.name: p.read_text().splitlines() for p in sorted(tmp_path.glob("*.log"))}
+    assert logs == {
+        "0-0.log": ["open 0 0", "process x", "process y", "close None"],
+        "1-0.log": ["open 0 1", "close None"],
+    }
+
+
+def test_static_reads_in_the_job_run_normally_so_stream_static_joins_work(spark, tmp_path):
+    rates = str(tmp_path / "rates")
+    spark.createDataFrame([("EUR", 1.0), ("USD", 0.5)], "currency STRING, to_eur DOUBLE") \
+        .write.json(rates)
+
+    def job(spark: SparkSession) -> None:
+        static = spark.read.json(rates)
+        payments = spark.readStream.schema("id STRING, currency STRING, amount DOUBLE") \
+            .json("/in/payments")
+        (payments.join(static, "currency")
+         .select("id", (F.col("amount") * F.col("to_eur")).alias("eur"))
+         .writeStream.format("memory").queryName("eur").start())
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        driver.create_input_topic("payments").pipe_input(
+            {"id": "p1", "currency": "USD", "amount": 10.0})
+        driver.process_all_available()
+        assert driver.create_output_topic("eur").read_value() == {"id": "p1", "eur": 5.0}

@@ -12,11 +12,12 @@ from .._spark.jvm import Jvm
 from .._spark.query import processing_time_ms
 from ..errors import UnsupportedAppCallError, hide_our_frames
 from ._context import AppRun, Mode, last_segment
+from ._foreach import ForeachWriterBatches
 from ._sources import FILE_FORMATS
 
 __tracebackhide__ = hide_our_frames
 
-SINKS = ("kafka", "foreachBatch", "memory", "console", "noop", *FILE_FORMATS, "delta",
+SINKS = ("kafka", "foreachBatch", "foreach", "memory", "console", "noop", *FILE_FORMATS, "delta",
          "toTable")
 
 
@@ -92,9 +93,8 @@ class AppStreamWriter:
         return self
 
     def foreach(self, f: Any) -> AppStreamWriter:
-        raise UnsupportedAppCallError(
-            "writeStream.foreach(...) is not supported by from_app yet; foreachBatch is"
-        )
+        self._batch_function = ForeachWriterBatches(f)
+        return self
 
     def start(
         self, path: str | None = None, format: str | None = None,
