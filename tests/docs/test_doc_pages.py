@@ -37,6 +37,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/port-from-kafka-streams.md",
     "how-to/windowed-aggregation.md",
     "how-to/kafka-topics.md",
+    "how-to/test-your-job.md",
     "how-to/state-stores.md",
     "how-to/property-tests.md",
     "how-to/ci-gates.md",
