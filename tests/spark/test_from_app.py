@@ -187,7 +187,13 @@ def test_pyspark_is_restored_after_the_job_also_when_it_fails(spark):
 
 
 def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
-    def job(spark: SparkSession) -> None:
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    got: list[SparkSession] = []
+
+    def job() -> None:
+        spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "97") \
+            .appName("production").getOrCreate()
+        got.append(spark)
         query = spark.readStream.format("rate").load().writeStream.format("noop").start()
         assert query.awaitTermination() is None
         assert query.awaitTermination(60) is True
@@ -195,9 +201,12 @@ def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
         query.stop()
         spark.stop()
 
-    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+    session = spark.newSession()  # not the default session: the job still gets it
+    with TopologyTestDriver.from_app(job, spark=session) as driver:
         assert driver.output_names == ("noop",)
+    assert got == [session]
     assert spark.range(3).count() == 3  # the test's session is still alive
+    assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
 
 
 @pytest.mark.parametrize(("job", "message"), [

@@ -62,7 +62,9 @@ def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
     """While open: ``spark.readStream`` and ``df.writeStream`` (for every session and
     DataFrame of these classes) declare the run's inputs and outputs;
     ``spark.streams.awaitAnyTermination()`` returns at once; ``spark.stop()`` does
-    nothing (the test's session outlives the job). Always restored."""
+    nothing (the test's session outlives the job); ``SparkSession.builder...
+    getOrCreate()`` returns the test's session without applying the builder's settings
+    to it (they would outlive the test). Always restored."""
     frame_class = type(spark.range(0))
 
     def read_stream(_: SparkSession) -> AppStreamReader:
@@ -77,12 +79,16 @@ def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
     def stop(_: SparkSession) -> None:
         return None
 
+    def get_or_create(_: Any) -> SparkSession:
+        return spark
+
     with ExitStack() as restore:
         for owner, name, value in (
             (type(spark), "readStream", property(read_stream)),
             (frame_class, "writeStream", property(write_stream)),
             (type(spark.streams), "awaitAnyTermination", await_any),
             (type(spark), "stop", stop),
+            (type(spark).Builder, "getOrCreate", get_or_create),
         ):
             restore.enter_context(_replaced(owner, name, value))
         yield
