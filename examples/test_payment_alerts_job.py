@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from examples import payment_alerts_job
-from pyspark_streamtest import TopologyTestDriver
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -19,13 +18,12 @@ def payment(payment_id: str, account: str, amount: float, second: int) -> dict:
 
 
 @pytest.fixture
-def job(spark, tmp_path, monkeypatch):
-    """The job under the driver, its production paths pointed at the test's folder."""
+def job(topology_driver, tmp_path, monkeypatch):
+    """The job under the driver, its production paths pointed at the test's folder
+    (the fixture closes the driver, and a failing test's report shows its timeline)."""
     monkeypatch.setenv("PAYMENTS_CHECKPOINTS", str(tmp_path / "production-checkpoints"))
     monkeypatch.setenv("PAYMENTS_AUDIT", str(tmp_path / "audit"))
-    with TopologyTestDriver.from_app(payment_alerts_job.main, spark=spark,
-                                     start_time=T0) as driver:
-        yield driver, tmp_path
+    return topology_driver.from_app(payment_alerts_job.main, start_time=T0), tmp_path
 
 
 def test_the_job_runs_as_it_is(job):

@@ -10,7 +10,8 @@ Fixtures:
     A ``spark`` fixture of your own (in a conftest) takes precedence.
 
 ``topology_driver``
-    A factory: ``topology_driver(topology, **options)`` makes a
+    A factory: ``topology_driver(topology, **options)`` (or
+    ``topology_driver.from_app(main, **options)``) makes a
     :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
     it after the test. The test then fails if a streaming query it started outside
     any driver is still active.
@@ -80,6 +81,7 @@ from ._plugin_canned import customers_cdc as customers_cdc
 from ._plugin_canned import iot_readings as iot_readings
 from ._plugin_canned import orders_payments as orders_payments
 from ._plugin_durations import add_durations_option, register_durations
+from ._plugin_factory import DriverFactory
 from ._plugin_guards import _SESSION
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
@@ -93,9 +95,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .driver.driver import TopologyTestDriver
-    from .driver.topology import TopologyFunction
 
-DriverFactory = Callable[..., "TopologyTestDriver"]
 _DRIVERS = pytest.StashKey[list["TopologyTestDriver"]]()
 
 
@@ -301,18 +301,9 @@ def topology_driver(
 ) -> Iterator[DriverFactory]:
     """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test.
     When the test fails, the report gets a "streamtest timeline" section per driver."""
-    from .driver.driver import TopologyTestDriver
-
     made: list[TopologyTestDriver] = []
     request.node.stash[_DRIVERS] = made
-
-    def make(topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
-        options.setdefault("spark", spark)
-        driver = TopologyTestDriver(topology, **options)
-        made.append(driver)
-        return driver
-
-    yield make
+    yield DriverFactory(spark, made)
     for driver in made:
         driver.close()
     # Queries the test started itself, outside any driver (a driver's queries are named

@@ -122,3 +122,29 @@ def test_jvm_logs_bring_back_spark_s_own_reports_with_stack_traces(pytester):
     text = "\n".join(result.stdout.lines)
     assert "ERROR Executor: Exception in task" in text
     assert "at org.apache.spark." in text
+
+
+def test_a_failing_test_of_a_job_shows_its_timeline_and_refusals_read_well(pytester):
+    pytester.makepyfile(test_job="""
+    from pyspark.sql import functions as F
+
+    def main(spark):
+        (spark.readStream.format("kafka").option("subscribe", "clicks").load()
+         .select(F.col("value").cast("string").alias("v"))
+         .writeStream.format("memory").queryName("copy").start())
+
+    def test_copy(topology_driver):
+        driver = topology_driver.from_app(main)
+        driver.create_input_topic("clicks", value_serializer="string").pipe_input("a")
+        driver.process_all_available()
+        assert driver.create_output_topic("copy").read_value() == {"v": "b"}
+
+    def test_unsupported(topology_driver):
+        topology_driver.from_app(lambda spark: spark.readStream.format("kinesis").load())
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    assert "- streamtest timeline -" in text and '-> {"v":"a"}' in text
+    assert "UnsupportedAppCallError: streaming source 'kinesis' is not supported" in text
+    assert "pyspark_streamtest/app" not in text and "pyspark_streamtest/driver" not in text
