@@ -60,7 +60,7 @@ def test_durations_cross_from_xdist_workers_to_the_controller(pytester):
 
 
 def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester):
-    from pyspark_streamtest.plugin import _spark_master, _xdist_workers
+    from pyspark_streamtest._plugin_session import _spark_master, _xdist_workers
 
     config = pytester.parseconfig()
     assert _xdist_workers(config) == 1
@@ -72,9 +72,18 @@ def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pyteste
     assert _spark_master(pytester.parseconfig("--spark-master=local[3]"), 4) == "local[3]"
 
 
+def test_a_cluster_master_comes_from_the_option_or_the_environment(pytester, monkeypatch):
+    from pyspark_streamtest._plugin_session import _spark_master
+
+    monkeypatch.setenv("STREAMTEST_MASTER", "spark://127.0.0.1:7000")
+    assert _spark_master(pytester.parseconfig(), 2) == "spark://127.0.0.1:7000"
+    option = pytester.parseconfig("--streamtest-master", "local-cluster[2,1,1024]")
+    assert _spark_master(option, 2) == "local-cluster[2,1,1024]"
+
+
 def test_shared_cores_jvm_options_only_under_xdist_and_an_explicit_setting_wins(pytester):
+    from pyspark_streamtest._plugin_session import _jvm_options
     from pyspark_streamtest.core.session import SHARED_CORES_JVM_OPTIONS
-    from pyspark_streamtest.plugin import _jvm_options
 
     assert _jvm_options(pytester.parseconfig(), 1) == ""
     assert _jvm_options(pytester.parseconfig(), 2) == SHARED_CORES_JVM_OPTIONS

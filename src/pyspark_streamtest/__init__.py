@@ -15,6 +15,8 @@ from .driver.output_topic import TestOutputTopic
 from .driver.topology import Topology
 from .errors import (
     CheckpointMissingError,
+    ClusterError,
+    ClusterRunningError,
     DeserializationError,
     DriverClosedError,
     DriverInterruptedError,
@@ -57,6 +59,8 @@ __all__ = [
     "DEFAULT_START_TIME",
     "BatchRecord",
     "CheckpointMissingError",
+    "ClusterError",
+    "ClusterRunningError",
     "DeserializationError",
     "DriverClosedError",
     "DriverInterruptedError",

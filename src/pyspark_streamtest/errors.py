@@ -15,6 +15,8 @@ from typing import Any
 
 __all__ = [
     "CheckpointMissingError",
+    "ClusterError",
+    "ClusterRunningError",
     "DeserializationError",
     "DriverClosedError",
     "DriverInterruptedError",
@@ -83,6 +85,15 @@ class TopologyError(StreamTestError, ValueError):
 class UnsupportedAppCallError(TopologyError):
     """A job run by ``from_app`` made a streaming call the driver cannot run (a source,
     sink, trigger or option); the message names the call and what is supported."""
+
+
+class ClusterError(StreamTestError, RuntimeError):
+    """The standalone cluster command could not start, find or stop a cluster (no Java,
+    a busy port, a worker that did not register in time); the message names the fix."""
+
+
+class ClusterRunningError(ClusterError):
+    """``cluster start`` while a cluster it started is still running."""
 
 
 class UnknownTopicError(StreamTestError, ValueError):

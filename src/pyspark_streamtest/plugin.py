@@ -66,8 +66,6 @@ Importing this module does not import PySpark or start Spark.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -82,10 +80,16 @@ from ._plugin_canned import iot_readings as iot_readings
 from ._plugin_canned import orders_payments as orders_payments
 from ._plugin_durations import add_durations_option, register_durations
 from ._plugin_factory import DriverFactory
-from ._plugin_guards import _SESSION
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
 from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
+from ._plugin_session import (
+    _java_version,
+    _jvm_options,
+    _shared_session,
+    _spark_master,
+    _xdist_workers,
+)
 from .core._files import safe_file_name
 from .errors import hide_our_frames
 
@@ -106,6 +110,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Spark master of the session-scoped 'spark' fixture (default: local[2]; under "
         "pytest-xdist local[N] with N = CPU cores per worker, 1 to 2).",
+    )
+    group.addoption(
+        "--streamtest-master",
+        default=None,
+        metavar="URL",
+        help="Spark master of the 'spark' fixture, e.g. spark://127.0.0.1:7077 from "
+        "`pyspark-streamtest cluster start` (also: env STREAMTEST_MASTER).",
     )
     group.addoption(
         "--spark-conf",
@@ -195,98 +206,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         + (" per xdist worker" if workers > 1 else "")
         + (f", JVM {options}" if (options := _jvm_options(config, workers)) else "")
     ]
-
-
-def _xdist_workers(config: pytest.Config) -> int:
-    """How many pytest-xdist workers run the tests (1 without xdist): in a worker from
-    what xdist hands it (``config.workerinput``), in the controller from ``-n``."""
-    worker_input = getattr(config, "workerinput", None)
-    if isinstance(worker_input, dict) and "workercount" in worker_input:
-        return max(1, int(worker_input["workercount"]))
-    workers = getattr(config.option, "numprocesses", None)
-    return workers if isinstance(workers, int) and workers > 1 else 1
-
-
-def _spark_master(config: pytest.Config, workers: int) -> str:
-    """``--spark-master`` if given; else ``local[2]``, or under xdist one task thread per
-    CPU core each worker has (at least 1, at most 2): two workers on two cores each
-    get ``local[1]`` rather than four task threads fighting over two cores."""
-    given = config.getoption("--spark-master")
-    if given:
-        return str(given)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"local[{min(2, max(1, (cores or 1) // workers))}]"
-
-
-def _jvm_options(config: pytest.Config, workers: int) -> str:
-    """JVM options of the ``spark`` fixture's JVM: under xdist, where the workers' JVMs
-    share the cores, C1 compiles only and the serial collector (see
-    ``SHARED_CORES_JVM_OPTIONS``); none when ``--spark-conf`` sets the JVM's options."""
-    from .core.session import SHARED_CORES_JVM_OPTIONS
-
-    if workers <= 1 or any(
-        item.partition("=")[0].strip() == "spark.driver.extraJavaOptions"
-        for item in config.getoption("--spark-conf")
-    ):
-        return ""
-    return SHARED_CORES_JVM_OPTIONS
-
-
-def _java_version() -> str:
-    java = shutil.which("java")
-    if java is None:
-        return "not found"
-    try:
-        done = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=20, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    first = ((done.stderr or done.stdout).strip().splitlines() or [""])[0]
-    return first.split('"')[1] if '"' in first else "unknown"
-
-
-def _parse_conf(items: list[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got {item!r}")
-        conf[key.strip()] = value
-    return conf
-
-
-def _shared_session(config: pytest.Config) -> SparkSession:
-    """The test session's SparkSession, made on first use and stopped when pytest ends
-    (shared by the ``spark`` fixture and scenario files)."""
-    if _SESSION not in config.stash:
-        from pyspark import SparkContext
-
-        from .core.session import test_spark_session
-
-        # A context that exists already (made by the user, or by an outer pytest run in
-        # this process) is not ours to stop; the active session is per thread, the
-        # context is per process.
-        existed = SparkContext._active_spark_context is not None
-        workers = _xdist_workers(config)
-        session = test_spark_session(
-            master=_spark_master(config, workers),
-            conf=_parse_conf(config.getoption("--spark-conf")),
-            jvm_logs=config.getoption("--streamtest-jvm-logs"),
-            jvm_options=_jvm_options(config, workers),
-        )
-        config.stash[_SESSION] = session
-        if not existed:  # a session someone else made is theirs to stop
-            config.add_cleanup(lambda: _stop_session(session))
-    return config.stash[_SESSION]
-
-
-def _stop_session(session: SparkSession) -> None:
-    """Stop the session at the end of the run, unless its JVM died (nothing to stop)."""
-    from ._spark.liveness import jvm_is_gone
-
-    if not jvm_is_gone(session):
-        session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -67,11 +67,24 @@ def build_test_session(
     settings["spark.driver.extraJavaOptions"] = " ".join(
         filter(None, [f"-Dlog4j2.configurationFile={log_config.as_uri()}", jvm_options])
     )
+    if not master.startswith("local"):  # executors in processes of their own
+        settings.update(cluster_conf(log_config))
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def cluster_conf(log_config: Path) -> dict[str, str]:
+    """What executors started by a cluster's workers need from this process: the same
+    Python (``spark.pyspark.python`` is set for every master) with this process's import
+    paths (a worker's executors inherit the worker's environment, not ours) and the same
+    quiet logging."""
+    conf = {"spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile={log_config.as_uri()}"}
+    if os.environ.get("PYTHONPATH"):
+        conf["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return conf
 
 
 def _share_import_paths_with_workers() -> None:

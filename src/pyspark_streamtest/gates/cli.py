@@ -12,6 +12,10 @@
     meanwhile, and compare the batch histories (batches, watermarks, records in and
     out, state rows, outcome). Exit status 1 with the first differing batch if any run
     differs, or if a scenario fails its expectations; 0 otherwise.
+``cluster start [--workers N] [--cores C] [--memory M] [--port P]`` / ``status`` / ``stop``
+    A Spark standalone cluster on 127.0.0.1 (:mod:`pyspark_streamtest.cluster`): ``start``
+    prints the master's URL for ``--streamtest-master`` once every worker has
+    registered; ``stop`` stops exactly the processes ``start`` started.
 """
 
 from __future__ import annotations
@@ -58,7 +62,57 @@ def _parser() -> argparse.ArgumentParser:
                       help="busy processes competing for the CPU meanwhile (default 0)")
     gate.add_argument("--topology", metavar="MODULE:FUNCTION",
                       help="the topology function (overrides the files' 'topology')")
+    _cluster_parser(commands)
     return parser
+
+
+def _cluster_parser(commands: Any) -> None:
+    cluster = commands.add_parser(
+        "cluster", help="start, show or stop a Spark standalone cluster on 127.0.0.1")
+    verbs = cluster.add_subparsers(dest="cluster_command", required=True)
+    start = verbs.add_parser("start", help="start a master and workers; print the master URL")
+    start.add_argument("--workers", type=int, default=2, help="workers (default 2)")
+    start.add_argument("--cores", type=int, default=2, help="cores per worker (default 2)")
+    start.add_argument("--memory", default="2g", help="memory per worker (default 2g)")
+    start.add_argument("--port", type=int, default=None,
+                       help="the master's port (default: a free one)")
+    start.add_argument("--timeout", type=float, default=120.0,
+                       help="seconds to wait for every worker to register (default 120)")
+    for verb in (start, verbs.add_parser("status", help="show the running cluster"),
+                 verbs.add_parser("stop", help="stop the cluster 'start' started")):
+        verb.add_argument("--state-dir", default=None,
+                          help="the cluster's state folder (default: $STREAMTEST_CLUSTER_DIR, "
+                          "else ~/.local/state/pyspark-streamtest/cluster)")
+
+
+def _cluster(args: Any) -> int:
+    from ..cluster import cluster_status, start_cluster, stop_cluster
+    from ..errors import ClusterError
+
+    if args.cluster_command == "start":
+        try:
+            cluster = start_cluster(workers=args.workers, cores=args.cores,
+                                    memory=args.memory, port=args.port,
+                                    state_dir=args.state_dir, timeout=args.timeout)
+        except ClusterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(cluster.url)
+        print(f"{cluster.workers} workers x {cluster.cores} cores, {cluster.memory} each; "
+              f"web UI {cluster.web_ui}; run the tests with --streamtest-master {cluster.url}",
+              file=sys.stderr)
+        return 0
+    if args.cluster_command == "status":
+        running = cluster_status(args.state_dir)
+        if running is None:
+            print("no cluster is running")
+            return 1
+        print(f"{running.url} running: master pid {running.master_pid}, workers "
+              f"{', '.join(map(str, running.worker_pids))}; web UI {running.web_ui}")
+        return 0
+    stopped = stop_cluster(args.state_dir)
+    print("no cluster was running" if stopped is None else f"stopped {stopped.url}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return _run(args)
+    if args.command == "cluster":
+        return _cluster(args)
     if args.runs < 2:
         parser.error("--runs must be at least 2")
     if args.cpu_load < 0:

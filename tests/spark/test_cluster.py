@@ -1,0 +1,76 @@
+"""``pyspark-streamtest cluster``: Spark's own standalone Master and Workers, started,
+found and stopped by process id. (The suite's core runs on such a cluster in CI:
+``.ci/run``.)"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from pyspark_streamtest import ClusterError, ClusterRunningError
+from pyspark_streamtest.cli import main
+from pyspark_streamtest.cluster import cluster_status, start_cluster, stop_cluster
+
+
+def _running(pid: int) -> bool:
+    try:
+        return b"org.apache.spark.deploy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def test_start_status_stop(tmp_path, capsys):
+    state = tmp_path / "cluster"
+    cluster = start_cluster(workers=1, cores=1, memory="1g", state_dir=state)
+    try:
+        assert cluster.url.startswith("spark://127.0.0.1:") and cluster.workers == 1
+        assert cluster_status(state) == cluster
+        assert main(["cluster", "status", "--state-dir", str(state)]) == 0
+        assert cluster.url in capsys.readouterr().out
+        with pytest.raises(ClusterRunningError, match=cluster.url):
+            start_cluster(state_dir=state)
+        assert os.path.isdir(state / "worker-1") and os.path.isfile(state / "logs/master.log")
+    finally:
+        assert stop_cluster(state) == cluster
+    assert not any(_running(pid) for pid in (cluster.master_pid, *cluster.worker_pids))
+    assert not state.exists()
+    assert cluster_status(state) is None
+    assert main(["cluster", "status", "--state-dir", str(state)]) == 1
+    assert main(["cluster", "stop", "--state-dir", str(state)]) == 0
+    assert "no cluster was running" in capsys.readouterr().out
+
+
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        port = busy.getsockname()[1]
+        with pytest.raises(ClusterError, match=rf"port {port} on 127.0.0.1 is busy.*--port"):
+            start_cluster(port=port, state_dir=tmp_path / "cluster")
+    assert not (tmp_path / "cluster").exists()
+
+
+def test_without_java_the_error_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterError, match=r"no Java found.*JAVA_HOME"):
+        start_cluster(state_dir=tmp_path / "cluster")
+
+
+def test_workers_that_do_not_register_in_time_are_stopped(tmp_path):
+    state = tmp_path / "cluster"
+    with pytest.raises(ClusterError, match=r"only 0 of 1 workers registered .* logs"):
+        start_cluster(workers=1, state_dir=state, timeout=0.5)
+    assert cluster_status(state) is None
+    assert (state / "logs" / "master.log").exists()  # kept for reading
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    assert not [pid for pid in pids if _running(pid) and _cwd(pid).startswith(str(state))]
+
+
+def _cwd(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return ""
