@@ -111,13 +111,8 @@ def start_cluster(
 
 def cluster_status(state_dir: str | os.PathLike[str] | None = None) -> Cluster | None:
     """The cluster recorded in the state folder if its master still runs, else None."""
-    folder = Path(state_dir) if state_dir is not None else default_state_dir()
-    try:
-        recorded = json.loads((folder / _STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    cluster = Cluster(**{**recorded, "worker_pids": tuple(recorded["worker_pids"])})
-    return cluster if _is_ours(cluster.master_pid) else None
+    cluster = _recorded(state_dir)
+    return cluster if cluster is not None and _is_ours(cluster.master_pid) else None
 
 
 def stop_cluster(
@@ -126,15 +121,23 @@ def stop_cluster(
     """Stop exactly the processes the state folder records (workers, their executors,
     then the master) and delete the folder. Returns what was stopped, None if nothing
     was recorded."""
+    cluster = _recorded(state_dir)
+    if cluster is None:
+        return None
+    _stop_pids([*cluster.worker_pids, cluster.master_pid], timeout=timeout)
+    shutil.rmtree(cluster.state_dir, ignore_errors=True)
+    return cluster
+
+
+def _recorded(state_dir: str | os.PathLike[str] | None) -> Cluster | None:
+    """The cluster the state folder's file records (running or not), or None."""
     folder = Path(state_dir) if state_dir is not None else default_state_dir()
     try:
         recorded = json.loads((folder / _STATE_FILE).read_text())
-    except (OSError, ValueError):
+        return Cluster(**{**recorded, "worker_pids": tuple(recorded["worker_pids"]),
+                          "state_dir": str(folder)})
+    except (OSError, ValueError, TypeError, KeyError):
         return None
-    cluster = Cluster(**{**recorded, "worker_pids": tuple(recorded["worker_pids"])})
-    _stop_pids([*cluster.worker_pids, cluster.master_pid], timeout=timeout)
-    shutil.rmtree(folder, ignore_errors=True)
-    return cluster
 
 
 # --- processes ---------------------------------------------------------------------------
