@@ -75,3 +75,14 @@ class JsonMemoryStream:
         """Append rows (each one JSON object without newlines) as one offset."""
         jlist = self._newline.splitAsStream("\n".join(lines)).toList()
         self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist))
+
+    def add_json_blocks(self, blocks: list[list[str]]) -> None:
+        """Append one offset per block, in order. Without ``numPartitions`` Spark's
+        MemoryStream reads each offset of a batch as one input partition, so block ``i``
+        of a step is the batch's source partition ``i`` (an empty block is an empty
+        partition)."""
+        for block in blocks:
+            if block:
+                self.add_json_lines(block)
+            else:
+                self.add_empty_batch()

@@ -62,6 +62,8 @@ class QueryRunner:
         self._schema_json = built.dataframe.schema.json()
         self._decode = row_decoder(built.dataframe.schema)
         self._pending: dict[str, list[str]] = {name: [] for name in self.input_names}
+        self._partitions = dict(built.input_partitions)
+        self._pending_parts: dict[str, list[int]] = {name: [] for name in self.input_names}
         self._pending_empty: set[str] = set()
         self._pending_records: list[TestRecord] = []
         self._in_flight: list[TestRecord] = []
@@ -148,6 +150,7 @@ class QueryRunner:
     # --- input ----------------------------------------------------------------------------
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
         self._pending[input_name].extend(lines)
+        self._pending_parts[input_name].extend(r.partition or 0 for r in records)
         self._pending_records.extend(records)
         self._lines.update((id(record), line) for record, line in zip(records, lines, strict=True))
 
@@ -184,9 +187,17 @@ class QueryRunner:
         an empty offset where only :meth:`enqueue_empty` was asked for)."""
         for input_name, stream in self.built.streams:
             lines = self._pending[input_name]
-            if lines:
+            partitions = self._partitions.get(input_name, 1)
+            if lines and partitions > 1:  # one offset per partition: one input partition
+                blocks: list[list[str]] = [[] for _ in range(partitions)]
+                for line, partition in zip(lines, self._pending_parts[input_name], strict=True):
+                    blocks[partition].append(line)
+                stream.add_json_blocks(blocks)
+            elif lines:
                 stream.add_json_lines(lines)
+            if lines:
                 self._pending[input_name] = []
+                self._pending_parts[input_name] = []
             elif input_name in self._pending_empty:
                 stream.add_empty_batch()
         self._pending_empty.clear()

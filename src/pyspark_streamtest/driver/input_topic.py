@@ -7,7 +7,7 @@ Handles are made by :meth:`TopologyTestDriver.create_input_topic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
@@ -171,7 +171,7 @@ class TestInputTopic:
         if self._spec.kafka is None:
             self._plain_only(len(args) == 2, headers, partition)
             line, record, self._time = self._encode(args[0], timestamp, self._time)
-            self._link.pipe(self._spec.name, [line], [record])
+            self._link.pipe(self._spec.name, [line], self._placed([record]))
             return
         key, value = (None, args[0]) if len(args) == 1 else args
         serialized, self._time = self._serialize(key, value, timestamp, headers, partition,
@@ -255,7 +255,7 @@ class TestInputTopic:
                 raise type(error)(f"records[{index}]: {error}") from None
         self._time = clock
         if self._spec.kafka is None:
-            self._link.pipe(self._spec.name, lines, plain)
+            self._link.pipe(self._spec.name, lines, self._placed(plain))
         else:
             self._pipe_kafka(kafka)
 
@@ -298,7 +298,7 @@ class TestInputTopic:
         if start_timestamp is None:
             self._time = clock
         if self._spec.kafka is None:
-            self._link.pipe(self._spec.name, lines, records)
+            self._link.pipe(self._spec.name, lines, self._placed(records))
         else:
             self._pipe_kafka(serialized)
 
@@ -352,6 +352,20 @@ class TestInputTopic:
             kafka.include_headers, records,
         )
         self._link.pipe(self._spec.name, lines, placed)
+
+    def _placed(self, records: list[TestRecord]) -> list[TestRecord]:
+        """Typed records of a partitioned input with their partition (by the key
+        column's text, else round-robin), given once all of them were checked."""
+        spec = self._spec
+        if spec.partitions == 1:
+            return records
+        log = self._link.broker.input_log(spec.name)
+        placed = []
+        for record in records:
+            key = None if spec.key is None else record.value.get(spec.key)
+            key_bytes = None if key is None else str(key).encode("utf-8")
+            placed.append(replace(record, partition=log.place(key_bytes, spec.partitions)))
+        return placed
 
     def _encode(
         self, value: Any, timestamp: datetime | None, clock: datetime

@@ -69,6 +69,10 @@ class _InputSpec:
     timestamp_column: str | None
     encoder: StructEncoder
     kafka: KafkaInput | None = None
+    partitions: int = 1
+    """Source partitions (a Kafka input's are its topic's)."""
+    key: str | None = None
+    """The column whose value places a typed record (``partitions > 1``)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,8 @@ class _BuiltOutput:
     late_operators: tuple[LateOperator, ...] | str = ()
     """The stateful operators that drop late rows, for evaluating which records they
     drop when the event time is computed in the query; or why that cannot be told."""
+    input_partitions: tuple[tuple[str, int], ...] = ()
+    """(input name, its source partitions) per input it reads."""
 
 
 class Topology:
@@ -128,6 +134,8 @@ class Topology:
         *,
         schema: str | StructType,
         timestamp_column: str | None = None,
+        partitions: int = 1,
+        key: str | None = None,
     ) -> DataFrame:
         """Declare input ``name`` and return it as a streaming DataFrame.
 
@@ -140,9 +148,28 @@ class Topology:
         All fields of the returned DataFrame are nullable (Spark's JSON parsing, which
         carries rows in, makes them so); non-nullable fields are still checked when
         values are piped.
+
+        ``partitions`` spreads the records of each step over that many source
+        partitions, as a partitioned production source (a Kafka topic) would: Spark
+        reads them as that many input partitions, in parallel tasks. A record goes to
+        the partition of its ``key`` column's value, ``murmur2(UTF-8 text of the value)``
+        as Kafka's default partitioner places a string key, or round-robin (starting at
+        partition 0) without ``key=`` or with a null key. Results are those of one
+        partition for order-insensitive operators; state is spread by the shuffle
+        partitions (``sql_conf={"spark.sql.shuffle.partitions": ...}``), not by these.
+        ``TestRecord.partition`` of a piped record says where it went.
         """
         _check_name(name, "input")
         struct = _as_struct(schema, name)
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise TopologyError(
+                f"input {name!r}: partitions must be a positive int, got {partitions!r}")
+        if key is not None and (partitions == 1 or key not in struct.fieldNames()):
+            raise TopologyError(
+                f"input {name!r}: key={key!r} " + (
+                    "places records over partitions: give partitions=N > 1 too"
+                    if partitions == 1 else
+                    f"is not a column of the schema ({struct.simpleString()})"))
         if timestamp_column is not None:
             field = next((f for f in struct.fields if f.name == timestamp_column), None)
             if field is None:
@@ -157,7 +184,7 @@ class Topology:
                     f"input {name!r}: timestamp_column {timestamp_column!r} is "
                     f"{field.dataType.simpleString()}; it must be TIMESTAMP"
                 )
-        return self._declare_input(name, struct, timestamp_column, None)
+        return self._declare_input(name, struct, timestamp_column, None, partitions, key)
 
     def kafka_input(
         self,
@@ -203,7 +230,7 @@ class Topology:
 
     def _declare_input(
         self, name: str, struct: StructType, timestamp_column: str | None,
-        kafka: KafkaInput | None,
+        kafka: KafkaInput | None, partitions: int = 1, key: str | None = None,
     ) -> DataFrame:
         if name in self._inputs:
             raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
@@ -213,7 +240,8 @@ class Topology:
         except UnsupportedSchemaError as error:
             raise UnsupportedSchemaError(f"input {name!r}: {error}") from None
         stream = JsonMemoryStream(self._jvm, struct)
-        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka)
+        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka,
+                                        kafka.partitions if kafka else partitions, key)
         self._streams[name] = stream
         return stream.dataframe
 
@@ -340,6 +368,7 @@ class Topology:
             facts.has_event_time_watermark or facts.has_grouped_state,
             late_operators(df, spec.output_mode == "complete")
             if facts.has_event_time_watermark else (),
+            tuple((n, self._inputs[n].partitions) for n in used),
         )
 
 
@@ -426,7 +455,8 @@ def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm) -> Topology
 def _signature(t: Topology) -> tuple[object, ...]:
     return (
         tuple(
-            (s.name, s.schema.json(), s.timestamp_column, s.kafka) for s in t._inputs.values()
+            (s.name, s.schema.json(), s.timestamp_column, s.kafka, s.partitions, s.key)
+            for s in t._inputs.values()
         ),
         tuple(spec for spec, _ in t._outputs.values()),
     )
