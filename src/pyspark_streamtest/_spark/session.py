@@ -64,11 +64,10 @@ def build_test_session(
     settings["spark.pyspark.python"] = sys.executable
     settings["spark.sql.warehouse.dir"] = warehouse
     log_config = _LOG4J2_FULL if jvm_logs else _LOG4J2
-    settings["spark.driver.extraJavaOptions"] = " ".join(
-        filter(None, [f"-Dlog4j2.configurationFile={log_config.as_uri()}", jvm_options])
-    )
+    log_option = f"-Dlog4j2.configurationFile={log_config.as_uri()}"
+    settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, [log_option, jvm_options]))
     if not master.startswith("local"):  # executors in processes of their own
-        settings.update(cluster_conf(log_config))
+        settings.update(cluster_conf(log_option))
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
     for key, value in settings.items():
@@ -76,12 +75,12 @@ def build_test_session(
     return builder.getOrCreate()
 
 
-def cluster_conf(log_config: Path) -> dict[str, str]:
+def cluster_conf(log_option: str) -> dict[str, str]:
     """What executors started by a cluster's workers need from this process: the same
     Python (``spark.pyspark.python`` is set for every master) with this process's import
     paths (a worker's executors inherit the worker's environment, not ours) and the same
     quiet logging."""
-    conf = {"spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile={log_config.as_uri()}"}
+    conf = {"spark.executor.extraJavaOptions": log_option}
     if os.environ.get("PYTHONPATH"):
         conf["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
     return conf

@@ -51,16 +51,17 @@ class CollectingSink:
         try:
             if self.crash == "before_sink":
                 self.crash = None
-                raise InjectedCrashError(f"crash_before_sink: batch {batch_id} failed before "
-                                    "writing its sink")
+                raise InjectedCrashError(
+                    f"crash_before_sink: batch {batch_id} failed before writing its sink")
             frame = wrap_dataframe(self._jvm, jds)
             rows = frame.collect()
             if self._then is not None:
                 self._then(frame, int(batch_id))
             if self.crash == "before_commit":
                 self.crash, self.crashed = None, rows
-                raise InjectedCrashError(f"crash_before_commit: batch {batch_id} wrote its sink "
-                                    "and failed before its commit")
+                raise InjectedCrashError(
+                    f"crash_before_commit: batch {batch_id} wrote its sink and failed before "
+                    "its commit")
         except BaseException as error:
             self.error = error
             mark_reported(error)  # the driver reports it (StreamingQueryFailedError)

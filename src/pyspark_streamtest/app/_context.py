@@ -70,8 +70,6 @@ class AppRun:
     sources: dict[str, tuple[object, DataFrame]] = field(default_factory=dict)
     """input name -> (what declared it, its DataFrame): a source read twice is one input."""
     outputs: list[str] = field(default_factory=list)
-    checkpoints: list[str] = field(default_factory=list)
-    """The production checkpoint locations the job asked for (never touched)."""
 
     def input_name(self, source: str, default: str) -> str:
         """The name the test gave ``source`` (``inputs=``), else ``default`` made safe."""

@@ -132,10 +132,9 @@ class AppStreamWriter:
 
     # --- turning the query into an output ---------------------------------------------------
     def _declare(self, table: str | None) -> AppQuery:
+        # The job's checkpointLocation option is never used: the driver checkpoints into
+        # its own temporary folder.
         run, declarer, mode = self._run, self._run.declarer, self._mode
-        checkpoint = self._options.get("checkpointLocation")
-        if checkpoint is not None:
-            run.checkpoints.append(checkpoint)  # recorded, never created or read
         sink = (self._format or "").lower()
         if self._batch_function is not None:
             function = self._batch_function

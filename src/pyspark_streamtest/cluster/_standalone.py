@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -180,27 +181,39 @@ def _await_workers(web_ui: str, workers: int, processes: list[subprocess.Popen[b
                    folder: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     alive = 0
-    while time.monotonic() < deadline:
-        for process, name in zip(processes, _names(len(processes)), strict=True):
-            if process.poll() is not None:
-                raise ClusterError(
-                    f"the {name} exited with status {process.returncode} while starting; "
-                    f"its log ({folder / 'logs' / (name + '.log')}) ends with:\n"
-                    f"{_tail(folder / 'logs' / (name + '.log'))}"
-                )
-        try:
-            with urllib.request.urlopen(f"{web_ui}/json/", timeout=2) as response:
-                state = json.load(response)
-            alive = sum(w.get("state") == "ALIVE" for w in state.get("workers", ()))
-        except (OSError, ValueError):
-            alive = 0  # the master's web UI is not up yet
-        if alive >= workers:
-            return
-        time.sleep(0.2)
+    fds = _pidfds([p.pid for p in processes])
+    try:
+        while time.monotonic() < deadline:
+            alive = _registered(web_ui, processes, folder)
+            if alive >= workers:
+                return
+            # The master tells no one when a worker registers: ask it again after at
+            # most 0.2 s, at once if one of the processes exits meanwhile.
+            _exits_within(fds, min(0.2, max(0.0, deadline - time.monotonic())))
+    finally:
+        for fd in fds.values():
+            os.close(fd)
     raise ClusterError(
         f"only {alive} of {workers} workers registered with the master within {timeout:.0f} "
         f"s; see the logs in {folder / 'logs'} (a busy machine may need a longer --timeout)"
     )
+
+
+def _registered(web_ui: str, processes: list[subprocess.Popen[bytes]], folder: Path) -> int:
+    """How many workers the master lists as ALIVE; ClusterError if a process exited."""
+    for process, name in zip(processes, _names(len(processes)), strict=True):
+        if process.poll() is not None:
+            raise ClusterError(
+                f"the {name} exited with status {process.returncode} while starting; "
+                f"its log ({folder / 'logs' / (name + '.log')}) ends with:\n"
+                f"{_tail(folder / 'logs' / (name + '.log'))}"
+            )
+    try:
+        with urllib.request.urlopen(f"{web_ui}/json/", timeout=2) as response:
+            state = json.load(response)
+    except (OSError, ValueError):
+        return 0  # the master's web UI is not up yet
+    return sum(w.get("state") == "ALIVE" for w in state.get("workers", ()))
 
 
 def _names(count: int) -> list[str]:
@@ -237,14 +250,38 @@ def _reaped(pid: int) -> bool:
 def _stop_pids(pids: list[int], *, timeout: float) -> None:
     """SIGTERM each process group, wait (bounded), then SIGKILL what remains."""
     ours = [pid for pid in pids if _is_ours(pid)]
-    for pid in ours:
-        _signal_group(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(_is_ours(pid) for pid in ours) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for pid in ours:
+    fds = _pidfds(ours)
+    try:
+        for pid in ours:
+            _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while fds and (left := deadline - time.monotonic()) > 0:
+            for pid in _exits_within(fds, left):
+                os.close(fds.pop(pid))
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    for pid in ours:  # what is left of each group (an executor, a stuck JVM)
         _signal_group(pid, signal.SIGKILL)
         _reaped(pid)
+
+
+def _pidfds(pids: list[int]) -> dict[int, int]:
+    """A pidfd per live process (readable once it has exited, child or not)."""
+    fds = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            fds[pid] = os.pidfd_open(pid)
+    return fds
+
+
+def _exits_within(fds: dict[int, int], seconds: float) -> set[int]:
+    """Wait at most ``seconds`` for any of the processes to exit; the pids that have."""
+    poller = select.poll()
+    for fd in fds.values():
+        poller.register(fd, select.POLLIN)
+    ready = {fd for fd, _ in poller.poll(seconds * 1000)}
+    return {pid for pid, fd in fds.items() if fd in ready}
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -187,15 +187,15 @@ class QueryRunner:
         an empty offset where only :meth:`enqueue_empty` was asked for)."""
         for input_name, stream in self.built.streams:
             lines = self._pending[input_name]
-            partitions = self._partitions.get(input_name, 1)
-            if lines and partitions > 1:  # one offset per partition: one input partition
-                blocks: list[list[str]] = [[] for _ in range(partitions)]
-                for line, partition in zip(lines, self._pending_parts[input_name], strict=True):
-                    blocks[partition].append(line)
-                stream.add_json_blocks(blocks)
-            elif lines:
-                stream.add_json_lines(lines)
             if lines:
+                partitions = self._partitions.get(input_name, 1)
+                if partitions > 1:  # one offset per partition: one input partition each
+                    blocks: list[list[str]] = [[] for _ in range(partitions)]
+                    for line, part in zip(lines, self._pending_parts[input_name], strict=True):
+                        blocks[part].append(line)
+                    stream.add_json_blocks(blocks)
+                else:
+                    stream.add_json_lines(lines)
                 self._pending[input_name] = []
                 self._pending_parts[input_name] = []
             elif input_name in self._pending_empty:
