@@ -22,6 +22,7 @@ __all__ = [
     "DriverInterruptedError",
     "DriverLeftOpenError",
     "DriverStoppedError",
+    "IncompatibleCheckpointError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "InvalidDurationError",
@@ -220,6 +221,37 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
             f"the driver's queries are stopped: restart() retries batch {batch_id} from the "
             f"checkpoint, as Spark does.\nSpark's error:\n{cause}"
         )
+
+
+class IncompatibleCheckpointError(StreamingQueryFailedError):
+    """A query cannot go on from its checkpoint after an upgrade
+    (``restart(topology=...)`` or ``TopologyTestDriver(..., checkpoint=...)``): Spark
+    refused the new version's stateful operators against the state in the checkpoint
+    (another key or value schema, another operator), or its sources no longer match the
+    checkpoint's. Spark checks state when it plans the first batch that runs after the
+    upgrade, so that batch raises this; the queries are then stopped with their
+    checkpoints, as after any failed batch, and ``restart(topology=previous_version)``
+    rolls back. ``operator`` names the stateful operator when Spark says which, and
+    ``cause`` holds Spark's own words."""
+
+    def __init__(
+        self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = (),
+        *, change: str, operator: str | None = None,
+    ) -> None:
+        super().__init__(output, batch_id, cause, records)
+        self.change = change
+        self.operator = operator
+        where = f" ({operator})" if operator else ""
+        self.args = (
+            f"output {output!r} cannot continue from its checkpoint: {change}{where}. Spark "
+            f"refuses this change on restart from the same checkpoint (batch {batch_id}); "
+            "keep the old state's shape, or start the new version on a fresh checkpoint. "
+            f"The queries are stopped: restart(topology=...) with a compatible version goes "
+            f"on.\nSpark's error:\n{cause}",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 _SHOWN_RECORDS = 3

@@ -38,6 +38,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/windowed-aggregation.md",
     "how-to/kafka-topics.md",
     "how-to/test-your-job.md",
+    "how-to/upgrades.md",
     "how-to/state-stores.md",
     "how-to/property-tests.md",
     "how-to/ci-gates.md",

@@ -47,6 +47,8 @@ class JsonMemoryStream:
         encoder = jvm.jvm.org.apache.spark.sql.Encoders.STRING()
         context = jvm.jspark if caps.memory_stream_takes_session else jvm.jspark.sqlContext()
         self._stream: JavaObject = factory.apply(encoder, context)
+        self.offset = -1
+        """The stream's last offset (one per ``addData``; -1 before any)."""
         self._newline = jvm.jvm.java.util.regex.Pattern.compile("\n")
         raw = self._stream.toDF()
         self.raw_attribute: JavaObject = raw.queryExecution().analyzed().output().head()
@@ -64,17 +66,27 @@ class JsonMemoryStream:
         """Empty the source (``MemoryStream.reset()``: no rows, offsets from the start),
         for a new query on a fresh checkpoint; never while a query reads it."""
         self._stream.reset()
+        self.offset = -1
 
     def add_empty_batch(self) -> None:
         """Append an offset with no rows (Spark's ``AddData(stream)`` with no data): the
         next trigger runs a data batch of zero rows."""
         empty = self._jvm.jvm.java.util.ArrayList()
         self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(empty))
+        self.offset += 1
+
+    def pad_to(self, offset: int | None) -> None:
+        """Append empty offsets until the stream's last offset is ``offset``: a new stream
+        then continues where a checkpoint's source stood (a memory stream's offsets are
+        positions in its own list of added blocks, so the blocks before must exist)."""
+        while offset is not None and self.offset < offset:
+            self.add_empty_batch()
 
     def add_json_lines(self, lines: list[str]) -> None:
         """Append rows (each one JSON object without newlines) as one offset."""
         jlist = self._newline.splitAsStream("\n".join(lines)).toList()
         self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist))
+        self.offset += 1
 
     def add_json_blocks(self, blocks: list[list[str]]) -> None:
         """Append one offset per block, in order. Without ``numPartitions`` Spark's

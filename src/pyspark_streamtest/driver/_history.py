@@ -26,6 +26,11 @@ class History:
         self._queues: dict[str, deque[TestRecord]] = {name: deque() for name in plain_outputs}
         self._written: dict[str, list[TestRecord]] = {}
 
+    def add_outputs(self, plain_outputs: Iterable[str]) -> None:
+        """Queues for plain outputs a new version of the topology adds."""
+        for name in plain_outputs:
+            self._queues.setdefault(name, deque())
+
     def absorb(self, batches: Iterable[BatchRecord]) -> None:
         """Record ``batches`` and queue every record they wrote, per topic."""
         for batch in batches:

@@ -33,7 +33,7 @@ from ._history import History
 from ._queries import Queries
 from ._state_access import StateAccess
 from ._time_control import TimeControl
-from .topology import _BuiltOutput
+from .topology import TopologyFunction, _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -53,6 +53,7 @@ class Lifecycle:
     _generation: int
     _outputs: dict[str, _BuiltOutput]
     _begin_run: Callable[[int], None]
+    _upgrade: Callable[[TopologyFunction], None]
     _closed_because: tuple[type[BaseException], str] | None
     """The kind and text of the error that closed the driver (not the error itself: its
     traceback would keep the frames, and the driver, alive)."""
@@ -138,7 +139,7 @@ class Lifecycle:
             raise self._close_after_failure(error) from None
         return ran
 
-    def restart(self) -> list[BatchRecord]:
+    def restart(self, *, topology: TopologyFunction | None = None) -> list[BatchRecord]:
         """:meth:`stop` then :meth:`start`: every query starts again from its checkpoint,
         as after a crash or a deploy. State and the watermark are recovered by Spark;
         batch ids continue. Records piped but not yet processed reach the sources before
@@ -149,12 +150,28 @@ class Lifecycle:
         so what was due is done by the next data batch (checked by property tests
         against Spark on every supported line). Returns the batches that ran.
 
+        ``topology`` upgrades in place, as a deploy of a new version of the job does:
+        the new version's topology function runs (the old one's DataFrames are dropped)
+        and each of its outputs goes on from the checkpoint of the old output of the
+        same name; an output it adds starts on a fresh checkpoint and reads what is
+        piped from then on (Kafka's ``startingOffsets=latest``), and an output it drops
+        stops for good. Records piped but not yet processed, and a failed batch
+        awaiting its retry, go on into the new version: restarting with a fixed version
+        is how a test "fixes and resumes". Spark decides which changes a checkpoint
+        allows; a change it refuses raises
+        :class:`~pyspark_streamtest.errors.IncompatibleCheckpointError` from the first
+        batch that runs after the upgrade (the queries stop; ``restart(topology=...)``
+        with the old version rolls back). Topic handles made before an upgrade raise
+        :class:`~pyspark_streamtest.errors.StaleTopicError`: create them again.
+
         Raises :class:`~pyspark_streamtest.errors.CheckpointMissingError`, with nothing
         stopped, when a query's checkpoint was deleted (Spark would silently start
         over); :meth:`start` checks the same."""
         self._check_open()
         self._queries.check_checkpoints()  # before stopping anything
         self.stop()
+        if topology is not None:
+            self._upgrade(topology)
         return self.start()
 
     def reset(self, *, start_time: datetime | None = None) -> None:
@@ -191,9 +208,9 @@ class Lifecycle:
         self._check_open()
         if generation != self._generation:
             raise StaleTopicError(
-                "this topic handle was made before driver.reset(); its records, offsets and "
-                "record time belong to the old run: call create_input_topic / "
-                "create_output_topic again"
+                "this topic handle was made before driver.reset() or an upgrade "
+                "(restart(topology=...)); its records, offsets and record time belong to the "
+                "old run: call create_input_topic / create_output_topic again"
             )
 
     @contextlib.contextmanager

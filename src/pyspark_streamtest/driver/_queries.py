@@ -10,12 +10,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
 from ..errors import (
     CheckpointMissingError,
+    DriverStoppedError,
     InvalidArgumentTypeError,
     StreamingQueryFailedError,
     UnknownTopicError,
@@ -23,6 +25,7 @@ from ..errors import (
 )
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
+from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -56,6 +59,8 @@ class Queries:
         timeout_ms: int,
         sql_conf: Mapping[str, str],
         broker: Broker,
+        saved: SavedCheckpoint | None = None,
+        carried: Mapping[str, QueryRunner] | None = None,
     ) -> None:
         self._folder: str | None = tempfile.mkdtemp(
             prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
@@ -70,9 +75,24 @@ class Queries:
                     jvm, output, folder, own if interval_ms is None else interval_ms,
                     timeout_ms / 1000, sql_conf, broker,
                 ))
+            if saved is not None:
+                self._resume(saved, carried or {})
         except BaseException:
             self.close()
             raise
+
+    def _resume(self, saved: SavedCheckpoint, carried: Mapping[str, QueryRunner]) -> None:
+        """Each output the saved version had goes on from its copied checkpoint."""
+        if not os.path.isdir(saved.path):
+            raise CheckpointMissingError(
+                f"the saved checkpoint {saved.path!r} is gone; save one again"
+            )
+        for runner in self.runners:
+            query = saved.queries.get(runner.name)
+            if query is not None:
+                copy_checkpoint(os.path.join(saved.path, query["folder"]), runner.checkpoint,
+                                new_query_id=not carried)
+                runner.resume(query, carried.get(runner.name))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -105,6 +125,24 @@ class Queries:
                     "start over (state lost, batch ids repeated). Something deleted it: keep "
                     "checkpoint_root= out of cleanup, or create a new driver"
                 )
+
+    def as_saved(self, now_ms: int, broker: Mapping[str, Any]) -> SavedCheckpoint:
+        """These queries' checkpoints as a saved checkpoint (for an upgrade in place)."""
+        assert self._folder is not None
+        queries = {r.name: {"folder": os.path.basename(r.checkpoint), **r.saved()}
+                   for r in self.runners}
+        return SavedCheckpoint(self._folder, now_ms, queries, broker)
+
+    def save(self, path: str, now_ms: int, broker: Mapping[str, Any]) -> None:
+        """Copy every query's checkpoint to ``path``, with the manifest."""
+        for runner in self.runners:
+            if runner.retry_pending:
+                raise DriverStoppedError(
+                    f"batch {runner.next_batch_id} of output {runner.name!r} failed and awaits "
+                    "its retry; a checkpoint saved now would hold a batch that never "
+                    "finished. restart() (or restart(topology=fixed_version)) first"
+                )
+        save_checkpoint(path, self.runners, broker, now_ms)
 
     def start(self, now_ms: int, record: Callable[[list[BatchRecord]], None]) -> None:
         """Start every query at processing time ``now_ms`` (from its checkpoint, if it has

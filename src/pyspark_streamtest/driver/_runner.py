@@ -17,8 +17,10 @@ from pyspark.sql import SparkSession
 from .._spark import clock as _clock
 from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
+from .._spark.incompatible import incompatibility
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.late_rows import OperatorInput, Reached, rows_reaching
+from .._spark.offset_log import last_committed, last_logged, logged_batch
 from .._spark.plan import LateRule
 from .._spark.providers import unload_providers
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
@@ -27,8 +29,14 @@ from .._spark.watermark import ShadowWatermark, force_query_watermark, query_wat
 from ..core._costs import count_batches, spending
 from ..core._values import row_decoder
 from ..core.records import BatchRecord, LateRecord, TestRecord
-from ..core.time import EPOCH, from_ms
-from ..errors import StepTimeoutError, StreamingQueryFailedError, TopologyError, hide_our_frames
+from ..core.time import EPOCH, from_ms, to_ms
+from ..errors import (
+    IncompatibleCheckpointError,
+    StepTimeoutError,
+    StreamingQueryFailedError,
+    TopologyError,
+    hide_our_frames,
+)
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from .topology import _BuiltOutput
@@ -83,11 +91,18 @@ class QueryRunner:
         self._forced_ms: int | None = None
         self._crash: str | None = None  # armed for the next batch (see arm_crash)
         self._written: list[Any] = []  # rows an at-least-once sink wrote before a crash
+        self._resumed_watermark: datetime | None = None  # the watermark the checkpoint's
+        # last batch ran with, for the late records of the first batch after an upgrade
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
     def running(self) -> bool:
         return self._jquery is not None
+
+    @property
+    def retry_pending(self) -> bool:
+        """A batch failed and its retry has not run yet."""
+        return self._retry is not None
 
     def start(self, now_ms: int) -> list[BatchRecord]:
         """Start (or restart from the checkpoint) at ``now_ms``, with every record piped
@@ -146,6 +161,59 @@ class QueryRunner:
             unload_providers(self._jvm, jquery, self.checkpoint)
         # The stream thread has ended: nothing in the JVM calls the clock or sink again.
         forget_proxies(self._jvm.gateway, self.clock, self._sink)
+
+    # --- upgrades ---------------------------------------------------------------------------
+    def saved(self) -> dict[str, Any]:
+        """What the driver knows of this query beyond Spark's files, saved beside them."""
+        last = self.last_batch.watermark if self.last_batch is not None else None
+        return {"name": self.name, "sources": list(self.built.sources),
+                "next_batch_id": self.next_batch_id, "watermark_ms": self._watermark_ms,
+                "forced_ms": self._forced_ms,
+                "last_watermark_ms": None if last is None else to_ms(last)}
+
+    def resume(self, saved: Mapping[str, Any], carried: QueryRunner | None = None) -> None:
+        """Go on from the checkpoint copied into this query's folder (before the start).
+
+        Each new memory stream is padded to where the checkpoint's source at its
+        position stood (Spark gives offsets to sources by position), so the next batch
+        reads just what is piped after. ``carried`` is the old version's runner of the
+        same output, in an upgrade in place: its records not yet committed (a failed
+        batch awaiting its retry, records handed over but not run) and its queued ones
+        go on in this query, as a topic's records outlive a deploy."""
+        committed = last_committed(self.checkpoint)
+        last_id = last_logged(self.checkpoint)
+        logged = None if last_id is None else logged_batch(self.checkpoint, last_id)
+        old = carried.built.sources if carried is not None else ()
+        for position, input_name in enumerate(self.built.sources):
+            stream = self._streams[input_name]
+            if committed is not None and position < len(committed.offsets):
+                stream.pad_to(committed.offsets[position])
+            if carried is not None and input_name in old:
+                lines = [carried._lines[id(r)] for r in carried._in_flight
+                         if r.topic == input_name and id(r) in carried._lines]
+                if lines:
+                    stream.add_json_lines(lines)
+            if logged is not None and position < len(logged.offsets):
+                stream.pad_to(logged.offsets[position])
+        self.next_batch_id = int(saved["next_batch_id"])
+        self._watermark_ms = int(saved["watermark_ms"])
+        forced = saved.get("forced_ms")
+        self._forced_ms = None if forced is None else int(forced)
+        last = saved.get("last_watermark_ms")
+        self._resumed_watermark = None if last is None else from_ms(int(last))
+        if carried is None:
+            return
+        self.last_batch = carried.last_batch
+        kept = set(self.input_names)
+        self._in_flight = [r for r in carried._in_flight if r.topic in kept]
+        if carried._retry is not None:
+            self._retry = tuple(r for r in carried._retry if r.topic in kept)
+        self._lines = {i: line for i, line in carried._lines.items()}
+        for name in kept & set(carried.input_names):
+            self._pending[name] = list(carried._pending[name])
+            self._pending_parts[name] = list(carried._pending_parts[name])
+        self._pending_records = [r for r in carried._pending_records if r.topic in kept]
+        self._pending_empty = carried._pending_empty & kept
 
     # --- input ----------------------------------------------------------------------------
     def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
@@ -255,6 +323,12 @@ class QueryRunner:
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
+            refused = incompatibility(cause)
+            if refused is not None:
+                raise IncompatibleCheckpointError(
+                    self.name, self.next_batch_id, cause, self._retry,
+                    change=refused[0], operator=refused[1],
+                ) from None
             raise StreamingQueryFailedError(
                 self.name, self.next_batch_id, cause, self._retry
             ) from None
@@ -318,7 +392,8 @@ class QueryRunner:
         rule = self.built.late_rule
         if self.late_known_per_batch:
             assert isinstance(rule, LateRule)
-            previous = self.last_batch.watermark if self.last_batch is not None else None
+            previous = (self.last_batch.watermark if self.last_batch is not None
+                        else self._resumed_watermark)
             late = late_records(rule, consumed, self._time_columns, batch_id, previous or EPOCH,
                                 str(operators[0].get("operatorName")) if operators else None)
         kafka = self.built.spec.kafka

@@ -62,6 +62,10 @@ class TimeControl:
         """The freeze of Python's clock, while there is one (shared with the driver's
         release, which gives the clock back)."""
 
+    def use_queries(self, queries: Queries) -> None:
+        """Step ``queries`` from now on (a new version of the topology's)."""
+        self._queries = queries
+
     def freeze_python_clock(self) -> None:
         """Freeze this process's clock at the driver's time; it moves with the driver."""
         self.freezes.append(_PythonClockFreeze(self.current_time))

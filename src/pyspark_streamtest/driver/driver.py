@@ -19,11 +19,8 @@ from .._spark.versions import capabilities
 from ..app import App, AppSettings, app_topology
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (
-    DEFAULT_START_TIME,
     duration_ms,
     from_ms,
-    require_aware,
-    to_ms,
 )
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
@@ -34,10 +31,12 @@ from ._history import History
 from ._lifecycle import Lifecycle
 from ._queries import Queries, check_sql_conf
 from ._runner import scoped_sql_conf
+from ._saved import SavedCheckpoint, load_checkpoint, start_ms
 from ._state_access import StateAccess
 from ._state_verbs import StateVerbs
 from ._time_control import TimeControl
 from ._topic_handles import TopicHandles
+from ._upgrade_verbs import UpgradeVerbs
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
 from .topology import TopologyFunction, _BuiltOutput, build_topology
@@ -59,9 +58,11 @@ class _RunSettings:
     sql_conf: Mapping[str, str]
     freeze_python_clock: bool
     start_ms: int
+    saved: SavedCheckpoint | None = None
+    """The saved checkpoint each run starts from (``checkpoint=``)."""
 
 
-class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
+class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
     """Drives a topology's streaming queries on a clock the test controls.
 
     **What runs.** Every output declared by the topology function runs as a real Spark
@@ -101,14 +102,27 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
         topology: TopologyFunction,
         *,
         spark: SparkSession | None = None,
-        start_time: datetime = DEFAULT_START_TIME,
+        start_time: datetime | None = None,
         trigger_interval: timedelta | None = timedelta(seconds=1),
         freeze_python_clock: bool = False,
         checkpoint_root: str | os.PathLike[str] | None = None,
         timeout: timedelta = timedelta(minutes=2),
         sql_conf: Mapping[str, str] | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
     ) -> None:
         """Build the topology and start its queries.
+
+        ``start_time`` is processing time at the start (default
+        2024-01-01T00:00:00Z, or the saved time with ``checkpoint``).
+
+        ``checkpoint`` is a folder written by :meth:`save_checkpoint`: every output goes
+        on from the saved query of the same name, as a new version of a job deployed on
+        an old version's checkpoint (the topology may be changed; Spark decides what a
+        checkpoint allows and refuses the rest with
+        :class:`~pyspark_streamtest.errors.IncompatibleCheckpointError` at the first batch).
+        Batch ids, state, watermarks and Kafka topics' offsets go on; outputs the saved
+        version lacks start fresh. The driver copies the folder and never changes it.
+        ``start_time`` may not be before the saved processing time.
 
         ``trigger_interval=None`` runs each query on the interval it sets itself (a job's
         ``trigger(processingTime=...)`` under :meth:`from_app`), 1 second for a query
@@ -145,7 +159,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
                 f"topology must be a function taking a Topology, got {type(topology).__name__}"
             )
         conf = check_sql_conf(sql_conf)
-        now_ms = to_ms(require_aware(start_time, "start_time"))
+        saved = None if checkpoint is None else load_checkpoint(checkpoint)
+        now_ms = start_ms(start_time, saved)
         interval_ms = (
             None if trigger_interval is None
             else duration_ms(trigger_interval, "trigger_interval", allow_zero=False)
@@ -162,7 +177,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
             self._inputs, built = build_topology(topology, session, jvm)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
-                                 freeze_python_clock, now_ms)
+                                 freeze_python_clock, now_ms, saved)
         self._generation = 0
         self._begin_run(now_ms, first=True)
 
@@ -171,12 +186,12 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
         fresh checkpoint, clock, state access and topic handles (handles check that
         they belong to the current run)."""
         run = self._run
-        self._broker = Broker()
+        self._broker = Broker() if run.saved is None else Broker.from_json(run.saved.broker)
         self._history = History(n for n, b in self._outputs.items() if b.spec.kafka is None)
         self._queries = Queries(  # removes its checkpoint folder if it fails
             run.jvm, self._outputs.values(), checkpoint_root=run.checkpoint_root,
             interval_ms=run.interval_ms, timeout_ms=run.timeout_ms, sql_conf=run.sql_conf,
-            broker=self._broker,
+            broker=self._broker, saved=run.saved,
         )
         self._time = TimeControl(self._queries, self._history, now_ms=now_ms,
                                  on_failure=self._close_after_failure,
@@ -191,6 +206,11 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
             if failure is error:
                 raise
             raise failure from None
+        self._after_new_queries()
+
+    def _after_new_queries(self) -> None:
+        """State access and topic handles for the current queries (handles check that
+        they belong to the current run)."""
         self._state = StateAccess(self._spark, self._queries, self._history)
         generation = self._generation
 
@@ -454,3 +474,4 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs):
         state = "closed" if self._closed else f"at {self.current_time.isoformat()}"
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
+

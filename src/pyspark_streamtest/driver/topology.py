@@ -107,6 +107,9 @@ class _BuiltOutput:
     drop when the event time is computed in the query; or why that cannot be told."""
     input_partitions: tuple[tuple[str, int], ...] = ()
     """(input name, its source partitions) per input it reads."""
+    sources: tuple[str, ...] = ()
+    """The input each of the query's sources reads, in Spark's source order (the order
+    of the offset log's lines: the plan's streaming leaves, left to right)."""
 
 
 class Topology:
@@ -369,6 +372,8 @@ class Topology:
             late_operators(df, spec.output_mode == "complete")
             if facts.has_event_time_watermark else (),
             tuple((n, self._inputs[n].partitions) for n in used),
+            # plan_facts walks right to left: its leaves are in reverse source order
+            tuple(by_id[i] for i in reversed(facts.streaming_leaf_expr_ids)),
         )
 
 

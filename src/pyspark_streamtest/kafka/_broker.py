@@ -45,6 +45,17 @@ class _TopicLog:
         self.next_offsets[partition] = offset + 1
         return offset
 
+    def to_json(self) -> dict[str, Any]:
+        return {"next_offsets": {str(p): o for p, o in self.next_offsets.items()},
+                "round_robin": self.round_robin}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _TopicLog:
+        log = cls()
+        log.next_offsets = {int(p): int(o) for p, o in data["next_offsets"].items()}
+        log.round_robin = int(data["round_robin"])
+        return log
+
 
 class Broker:
     def __init__(self) -> None:
@@ -56,6 +67,20 @@ class Broker:
 
     def output_log(self, topic: str) -> _TopicLog:
         return self._outputs.setdefault(topic, _TopicLog())
+
+    def to_json(self) -> dict[str, Any]:
+        """Every topic's next offsets (saved with a checkpoint: offsets go on)."""
+        return {kind: {topic: log.to_json() for topic, log in logs.items()}
+                for kind, logs in (("inputs", self._inputs), ("outputs", self._outputs))}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Broker:
+        broker = cls()
+        for topic, log in data.get("inputs", {}).items():
+            broker._inputs[topic] = _TopicLog.from_json(log)
+        for topic, log in data.get("outputs", {}).items():
+            broker._outputs[topic] = _TopicLog.from_json(log)
+        return broker
 
 
 @dataclass(frozen=True)
