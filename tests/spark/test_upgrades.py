@@ -317,3 +317,31 @@ def test_saving_over_a_folder_or_loading_a_plain_one_is_refused(topology_driver,
     with pytest.raises(TimeWentBackwardsError, match="before the saved checkpoint"):
         topology_driver(counts_per_user, checkpoint=tmp_path / "saved",
                         start_time=at(0) - SECOND)
+
+
+def test_a_join_resumes_with_each_source_at_its_own_offset(topology_driver, tmp_path):
+    # Two sources whose offsets differ: each new stream must be padded to its own.
+    def joined(t: Topology) -> None:
+        views = t.input("views", schema="ad STRING, vt TIMESTAMP", timestamp_column="vt")
+        clicks = t.input("clicks", schema="ad STRING, ct TIMESTAMP", timestamp_column="ct")
+        t.output("matched", views.withWatermark("vt", "1 minute").join(
+            clicks.withWatermark("ct", "1 minute"), "ad"), output_mode="append")
+
+    rocksdb = {"spark.sql.streaming.stateStore.providerClass":
+               "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+    first = topology_driver(joined, sql_conf=rocksdb)
+    views = first.create_input_topic("views")
+    for second in range(3):
+        views.pipe_input({"ad": f"v{second}", "vt": at(second)})
+        first.advance_wall_clock(SECOND)
+    first.create_input_topic("clicks").pipe_input({"ad": "x", "ct": at(1)})
+    first.advance_wall_clock(SECOND)
+    first.save_checkpoint(tmp_path / "saved")
+
+    resumed = topology_driver(joined, checkpoint=tmp_path / "saved", sql_conf=rocksdb)
+    resumed.create_input_topic("clicks").pipe_input({"ad": "v1", "ct": at(2)})
+    resumed.create_input_topic("views").pipe_input({"ad": "x", "vt": at(3)})
+    ran = resumed.advance_wall_clock(SECOND)
+    assert [b.batch_id for b in ran][:1] == [4]
+    assert sorted(r.value["ad"] for b in ran for r in b.output_records) == ["v1", "x"]
+    assert ran[0].num_input_rows == 2  # nothing piped before the save is read again
