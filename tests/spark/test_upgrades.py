@@ -345,3 +345,39 @@ def test_a_join_resumes_with_each_source_at_its_own_offset(topology_driver, tmp_
     assert [b.batch_id for b in ran][:1] == [4]
     assert sorted(r.value["ad"] for b in ran for r in b.output_records) == ["v1", "x"]
     assert ran[0].num_input_rows == 2  # nothing piped before the save is read again
+
+
+# --- jobs run by from_app ---------------------------------------------------------------------
+def _payments_job(with_currency: bool):
+    def main(spark) -> None:
+        payments = (spark.readStream.format("kafka").option("subscribe", "payments").load()
+                    .select(F.col("key").cast("string").alias("account")))
+        totals = payments.groupBy("account").count()
+        if with_currency:
+            totals = totals.withColumn("currency", F.lit("EUR"))
+        totals.writeStream.outputMode("update").format("memory").queryName("totals").start()
+        spark.streams.awaitAnyTermination()
+
+    return main
+
+
+def test_a_job_upgrades_to_its_next_version_with_restart_app(topology_driver):
+    driver = topology_driver.from_app(_payments_job(with_currency=False))
+    driver.create_input_topic("payments", key_serializer="string").pipe_input("acc-1", b"1")
+    driver.advance_wall_clock(SECOND)
+    driver.restart(app=_payments_job(with_currency=True))
+    driver.create_input_topic("payments", key_serializer="string").pipe_input("acc-1", b"2")
+    [batch] = driver.advance_wall_clock(SECOND)
+    assert [r.value for r in batch.output_records] == [
+        {"account": "acc-1", "count": 2, "currency": "EUR"}
+    ]
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        driver.restart(app=_payments_job(True), topology=counts_per_user)
+    assert driver.is_running  # nothing was stopped
+
+
+def test_restart_app_needs_a_driver_made_by_from_app(topology_driver):
+    driver = topology_driver(counts_per_user)
+    with pytest.raises(InvalidArgumentError, match="made by from_app"):
+        driver.restart(app=_payments_job(True))
+    assert driver.is_running

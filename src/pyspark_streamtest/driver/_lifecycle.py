@@ -54,6 +54,8 @@ class Lifecycle:
     _outputs: dict[str, _BuiltOutput]
     _begin_run: Callable[[int], None]
     _upgrade: Callable[[TopologyFunction], None]
+    _new_version: Callable[[TopologyFunction | None, Callable[..., object] | None],
+                           TopologyFunction | None]
     _closed_because: tuple[type[BaseException], str] | None
     """The kind and text of the error that closed the driver (not the error itself: its
     traceback would keep the frames, and the driver, alive)."""
@@ -139,7 +141,9 @@ class Lifecycle:
             raise self._close_after_failure(error) from None
         return ran
 
-    def restart(self, *, topology: TopologyFunction | None = None) -> list[BatchRecord]:
+    def restart(
+        self, *, topology: TopologyFunction | None = None, app: Callable[..., object] | None = None
+    ) -> list[BatchRecord]:
         """:meth:`stop` then :meth:`start`: every query starts again from its checkpoint,
         as after a crash or a deploy. State and the watermark are recovered by Spark;
         batch ids continue. Records piped but not yet processed reach the sources before
@@ -162,16 +166,19 @@ class Lifecycle:
         :class:`~pyspark_streamtest.errors.IncompatibleCheckpointError` from the first
         batch that runs after the upgrade (the queries stop; ``restart(topology=...)``
         with the old version rolls back). Topic handles made before an upgrade raise
-        :class:`~pyspark_streamtest.errors.StaleTopicError`: create them again.
+        :class:`~pyspark_streamtest.errors.StaleTopicError`: create them again. ``app``
+        does the same for a driver made by :meth:`from_app`: the job's next version
+        (its ``main``), run with the same ``from_app`` settings.
 
         Raises :class:`~pyspark_streamtest.errors.CheckpointMissingError`, with nothing
         stopped, when a query's checkpoint was deleted (Spark would silently start
         over); :meth:`start` checks the same."""
         self._check_open()
-        self._queries.check_checkpoints()  # before stopping anything
+        new_version = self._new_version(topology, app)  # checked before stopping anything
+        self._queries.check_checkpoints()
         self.stop()
-        if topology is not None:
-            self._upgrade(topology)
+        if new_version is not None:
+            self._upgrade(new_version)
         return self.start()
 
     def reset(self, *, start_time: datetime | None = None) -> None:

@@ -183,12 +183,13 @@ class QueryRunner:
         committed = last_committed(self.checkpoint)
         last_id = last_logged(self.checkpoint)
         logged = None if last_id is None else logged_batch(self.checkpoint, last_id)
-        old = carried.built.sources if carried is not None else ()
+        old = set(carried.built.sources) if carried is not None else set()
         for position, input_name in enumerate(self.built.sources):
             stream = self._streams[input_name]
             if committed is not None and position < len(committed.offsets):
                 stream.pad_to(committed.offsets[position])
             if carried is not None and input_name in old:
+                old.discard(input_name)  # a source read twice (a self-union) is one stream
                 lines = [carried._lines[id(r)] for r in carried._in_flight
                          if r.topic == input_name and id(r) in carried._lines]
                 if lines:
@@ -208,7 +209,7 @@ class QueryRunner:
         self._in_flight = [r for r in carried._in_flight if r.topic in kept]
         if carried._retry is not None:
             self._retry = tuple(r for r in carried._retry if r.topic in kept)
-        self._lines = {i: line for i, line in carried._lines.items()}
+        self._lines = dict(carried._lines)
         for name in kept & set(carried.input_names):
             self._pending[name] = list(carried._pending[name])
             self._pending_parts[name] = list(carried._pending_parts[name])
@@ -260,7 +261,8 @@ class QueryRunner:
                 if partitions > 1:  # one offset per partition: one input partition each
                     blocks: list[list[str]] = [[] for _ in range(partitions)]
                     for line, part in zip(lines, self._pending_parts[input_name], strict=True):
-                        blocks[part].append(line)
+                        # (modulo: records queued before an upgrade that changed the count)
+                        blocks[part % partitions].append(line)
                     stream.add_json_blocks(blocks)
                 else:
                     stream.add_json_lines(lines)

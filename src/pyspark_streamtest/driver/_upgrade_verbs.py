@@ -11,7 +11,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ..errors import InvalidArgumentTypeError, hide_our_frames
+from ..app import App, AppSettings, app_topology
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
 from ._history import History
 from ._queries import Queries
@@ -39,6 +40,8 @@ class UpgradeVerbs:
     _generation: int
     _track: Callable[..., None]
     _after_new_queries: Callable[[], None]
+    _app_settings: AppSettings | None
+    """The ``from_app`` settings of a driver made by it (for ``restart(app=...)``)."""
 
     def _check_open(self) -> None:  # the driver's
         raise NotImplementedError
@@ -68,13 +71,31 @@ class UpgradeVerbs:
             )
         self._queries.save(os.fspath(path), self._time.now_ms, self._broker.to_json())
 
-    def _upgrade(self, topology: TopologyFunction) -> None:
-        """Swap the (stopped) queries for the new version's, each output going on from
-        its old query's checkpoint. Nothing changes if the new version fails to build."""
-        if not callable(topology):
+    def _new_version(
+        self, topology: TopologyFunction | None, app: App | None
+    ) -> TopologyFunction | None:
+        """The topology function of ``restart``'s new version, checked; None for none."""
+        if topology is not None and app is not None:
+            raise InvalidArgumentError(
+                "restart: give the new version as topology= or as app=, not both"
+            )
+        if app is not None:
+            if self._app_settings is None:
+                raise InvalidArgumentError(
+                    "restart(app=...) upgrades a driver made by from_app(); this driver runs "
+                    "a topology function: pass the new version as topology="
+                )
+            return app_topology(app, self._app_settings)
+        if topology is not None and not callable(topology):
             raise InvalidArgumentTypeError(
                 f"topology must be a function taking a Topology, got {type(topology).__name__}"
             )
+        return topology
+
+    def _upgrade(self, topology: TopologyFunction) -> None:
+        """Swap the (stopped) queries for the new version's, each output going on from
+        its old query's checkpoint. Nothing changes if the new version fails to build
+        (the queries stay stopped: start() runs the old version again)."""
         run = self._run
         with scoped_sql_conf(self._spark, run.sql_conf):
             inputs, built = build_topology(topology, self._spark, run.jvm)

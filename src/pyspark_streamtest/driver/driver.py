@@ -168,6 +168,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         timeout_ms = duration_ms(timeout, "timeout", allow_zero=False)
         self._closed = False
         self._closed_because = None
+        self._app_settings = None
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
         self._spark = session
@@ -260,8 +261,10 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         """
         settings = AppSettings(dict(inputs or {}), tuple(topics), dict(schemas or {}),
                                frozenset(ignore_options))
-        return cls(app_topology(app, settings), trigger_interval=trigger_interval,
-                   **driver_options)
+        driver = cls(app_topology(app, settings), trigger_interval=trigger_interval,
+                     **driver_options)
+        driver._app_settings = settings
+        return driver
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> TopologyTestDriver:
