@@ -2,7 +2,9 @@
 
     python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
                          [--property-examples N] [--only all|app|state|memory|property]
-                         [--suite-tests N] [--json FILE]
+                         [--suite-tests N] [--master URL] [--json FILE]
+    python -m benchmarks --only scale [--scale-records N] [--max-keys N] [--master URL]
+                         [--json FILE]
     python -m benchmarks --profile stateless|windowed|join|grouped-state [--steps N]
     python -m benchmarks --compare BASE.json [--against NEW.json] [--chart FILE.svg]
     python -m benchmarks --chart FILE.svg [--json FILE]
@@ -33,6 +35,7 @@ import platform
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -50,6 +53,7 @@ from pyspark_streamtest import Topology, TopologyTestDriver, test_spark_session
 from ._app import measure_app
 from ._profile import profile_step
 from ._report import chart, compare, load_results, verdicts_text
+from ._scale import add_scale_arguments, measure_scale
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SCHEMA = "k STRING, v INT, ts TIMESTAMP"
@@ -217,8 +221,10 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
-    parser.add_argument("--only", choices=("all", "app", "property", "memory", "state"),
-                        default="all", help="only the floor and that part")
+    parser.add_argument("--only", choices=("all", "app", "property", "memory", "state", "scale"),
+                        default="all", help="only the floor and that part (scale is no "
+                        "part of all: see benchmarks/_scale.py)")
+    add_scale_arguments(parser)
     parser.add_argument("--warmup-seconds", type=float, default=60,
                         help="JIT warm-up before anything is measured (floor jobs, stateless "
                         "and windowed steps); a cold JVM makes early figures slower")
@@ -241,7 +247,7 @@ def main() -> None:
         parser.error("--against needs --compare or --chart")
     steps = args.steps
 
-    spark = test_spark_session()
+    spark = test_spark_session(master=args.master)
     warm_up(spark, args.warmup_seconds)
     if args.profile:
         topology, inputs = PROFILED[args.profile]
@@ -272,6 +278,8 @@ def main() -> None:
         measure_memory(spark, args, floor, record)
     if args.only in ("all", "property"):
         measure_property(spark, args, floor, rows)
+    if args.only == "scale":
+        measure_scale(spark, args, record, sys.modules[__name__])
     floor_end = timed(lambda: spark.range(1).count(), steps)
     print(f"floor at the end: {floor_end * 1000:.1f} ms ({floor_end / floor:.2f}x the first)")
     print(verdicts_text(write_results(args, spark, floor, rows, floor_end)))
@@ -412,26 +420,29 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
                create_df, "createDataFrame")
 
 
-def measure_state(spark: SparkSession, args: Any, record: Callable[..., None]) -> None:
+def measure_state(spark: SparkSession, args: Any, record: Callable[..., None],
+                  probe: Callable[[], None] | None = None) -> None:
     """Step latency with many keys in state, with Spark's default state store (HDFS-backed:
-    it copies its whole map every batch) and with RocksDB plus changelog checkpointing."""
+    it copies its whole map every batch) and with RocksDB plus changelog checkpointing;
+    ``probe`` runs with ``--max-keys`` keys in state, before that size is recorded."""
     steps = args.steps
+    sizes = sorted({1000, min(100_000, args.max_keys), args.max_keys})
     rocksdb = {"spark.sql.streaming.stateStore.providerClass":
                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
-    for store, conf, sizes in [
-        ("", {}, sorted({1000, min(100_000, args.max_keys), args.max_keys})),
-        (" (RocksDB, changelog checkpointing)", rocksdb, sorted({1000, args.max_keys})),
-    ]:
+    for store, conf in [("", {}), (" (RocksDB, changelog checkpointing)", rocksdb)]:
         by_size: dict[int, float] = {}
         for size in sizes:
-            by_size[size] = keyed_step(spark, size, steps, conf)
+            by_size[size] = keyed_step(spark, size, steps, conf,
+                                       probe if size == args.max_keys else None)
             record(f"step with {size} keys in state{store}", by_size[size], by_size[sizes[0]],
                    f"{sizes[0]}-key step{store}")
 
 
-def keyed_step(spark: SparkSession, size: int, steps: int, conf: dict[str, str]) -> float:
-    """Median step (10 updates) of a per-key count holding ``size`` keys in state."""
+def keyed_step(spark: SparkSession, size: int, steps: int, conf: dict[str, str],
+               probe: Callable[[], None] | None = None) -> float:
+    """Median step (10 updates) of a per-key count holding ``size`` keys in state;
+    ``probe`` runs after the steps, the keys still in state."""
     with TopologyTestDriver(key_counts, spark=spark, sql_conf=conf) as driver:
         topic = driver.create_input_topic("events")
         for start in range(0, size, 200_000):
@@ -439,9 +450,12 @@ def keyed_step(spark: SparkSession, size: int, steps: int, conf: dict[str, str])
             topic.pipe_value_list([(f"key{i}", i, T0) for i in range(start, end)])
             driver.process_all_available()
         counter = iter(range(10**9))
-        return timed(lambda: (
+        seconds = timed(lambda: (
             topic.pipe_value_list([(f"key{next(counter) % size}", 1, T0) for _ in range(10)]),
             driver.process_all_available()), steps)
+        if probe is not None:
+            probe()
+        return seconds
 
 
 def measure_memory(spark: SparkSession, args: Any, floor: float,
