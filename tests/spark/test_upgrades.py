@@ -20,6 +20,7 @@ from pyspark_streamtest import (
     StreamingQueryFailedError,
     TimeWentBackwardsError,
     Topology,
+    TopologyError,
 )
 from tests.helpers import at, clicks_per_user, counts_per_user, window
 
@@ -381,3 +382,15 @@ def test_restart_app_needs_a_driver_made_by_from_app(topology_driver):
     with pytest.raises(InvalidArgumentError, match="made by from_app"):
         driver.restart(app=_payments_job(True))
     assert driver.is_running
+
+
+def test_a_new_version_that_fails_to_build_leaves_the_old_one_stopped(topology_driver):
+    driver = topology_driver(counts_per_user)
+    _run_counts(driver, "a")
+    with pytest.raises(TopologyError, match="declared no output"):
+        driver.restart(topology=lambda t: None)
+    assert not driver.is_running
+    driver.start()  # the old version goes on
+    assert [r.value for b in _run_counts(driver, "a") for r in b.output_records] == [
+        {"user": "a", "count": 2}
+    ]

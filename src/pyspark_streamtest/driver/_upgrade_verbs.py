@@ -107,12 +107,12 @@ class UpgradeVerbs:
             carried={runner.name: runner for runner in old.runners},
         )
         self._release.detach()  # the old queries are closed here, not by the collector
-        old.close()
         self._inputs = inputs
         self._outputs = {b.spec.name: b for b in built}
         self._queries = queries
+        self._track(register=False)  # the new queries are released like the old ones were
         self._history.add_outputs(n for n, b in self._outputs.items() if b.spec.kafka is None)
         self._time.use_queries(queries)
-        self._track(register=False)
         self._generation += 1
         self._after_new_queries()
+        old.close()  # stopped already: this deletes the old version's checkpoint folder
