@@ -16,6 +16,7 @@ from pyspark_streamtest import (
     DriverStoppedError,
     IncompatibleCheckpointError,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     StaleTopicError,
     StreamingQueryFailedError,
     TimeWentBackwardsError,
@@ -314,6 +315,8 @@ def test_saving_over_a_folder_or_loading_a_plain_one_is_refused(topology_driver,
         driver.save_checkpoint(tmp_path / "full")
     with pytest.raises(InvalidArgumentError, match="not a checkpoint saved by"):
         topology_driver(counts_per_user, checkpoint=tmp_path / "full")
+    with pytest.raises(InvalidArgumentTypeError, match="path of a saved checkpoint"):
+        topology_driver(counts_per_user, checkpoint=42)
     driver.save_checkpoint(tmp_path / "saved")
     with pytest.raises(TimeWentBackwardsError, match="before the saved checkpoint"):
         topology_driver(counts_per_user, checkpoint=tmp_path / "saved",

@@ -19,7 +19,12 @@ from pyspark import __version__ as pyspark_version
 
 from ..core._files import safe_file_name
 from ..core.time import DEFAULT_START_TIME, from_ms, require_aware, to_ms
-from ..errors import InvalidArgumentError, TimeWentBackwardsError, hide_our_frames
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    TimeWentBackwardsError,
+    hide_our_frames,
+)
 from ._runner import QueryRunner
 
 __tracebackhide__ = hide_our_frames
@@ -67,6 +72,11 @@ def save_checkpoint(
 
 def load_checkpoint(path: str | os.PathLike[str]) -> SavedCheckpoint:
     """Read the manifest of a checkpoint saved by ``save_checkpoint``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentTypeError(
+            f"checkpoint must be the path of a saved checkpoint (str or path), got "
+            f"{type(path).__name__}"
+        )
     folder = os.fspath(path)
     try:
         with open(os.path.join(folder, MANIFEST), encoding="utf-8") as file:
