@@ -126,12 +126,13 @@ class Queries:
                     "checkpoint_root= out of cleanup, or create a new driver"
                 )
 
-    def as_saved(self, now_ms: int, broker: Mapping[str, Any]) -> SavedCheckpoint:
-        """These queries' checkpoints as a saved checkpoint (for an upgrade in place)."""
+    def as_saved(self, now_ms: int) -> SavedCheckpoint:
+        """These queries' checkpoints as a saved checkpoint, for an upgrade in place (the
+        driver keeps its broker, so none is recorded)."""
         assert self._folder is not None
         queries = {r.name: {"folder": os.path.basename(r.checkpoint), **r.saved()}
                    for r in self.runners}
-        return SavedCheckpoint(self._folder, now_ms, queries, broker)
+        return SavedCheckpoint(self._folder, now_ms, queries)
 
     def save(self, path: str, now_ms: int, broker: Mapping[str, Any]) -> None:
         """Copy every query's checkpoint to ``path``, with the manifest."""

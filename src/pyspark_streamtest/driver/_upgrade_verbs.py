@@ -103,7 +103,7 @@ class UpgradeVerbs:
         queries = Queries(
             run.jvm, built, checkpoint_root=run.checkpoint_root, interval_ms=run.interval_ms,
             timeout_ms=run.timeout_ms, sql_conf=run.sql_conf, broker=self._broker,
-            saved=old.as_saved(self._time.now_ms, self._broker.to_json()),
+            saved=old.as_saved(self._time.now_ms),
             carried={runner.name: runner for runner in old.runners},
         )
         self._release.detach()  # the old queries are closed here, not by the collector
