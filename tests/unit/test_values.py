@@ -7,10 +7,13 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import Row
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from pyspark_streamtest.core._values import StructEncoder, row_decoder, to_json_line
+from pyspark_streamtest.core._decoding import row_decoder
+from pyspark_streamtest.core._values import StructEncoder, to_json_line
 from pyspark_streamtest.errors import (
     NaiveDatetimeError,
     SchemaMismatchError,
@@ -18,6 +21,15 @@ from pyspark_streamtest.errors import (
     TimeOutOfRangeError,
     UnsupportedSchemaError,
 )
+
+
+class _Loud(int):
+    """An int subclass (IntEnum-like): JSON writes its number."""
+
+
+class _Label(str):
+    """A str subclass: JSON writes its text."""
+
 
 SCHEMA = (
     "s STRING, i INT, l BIGINT, f DOUBLE, b BOOLEAN, bin BINARY, d DECIMAL(5,2), day DATE, "
@@ -228,3 +240,60 @@ def test_timestamps_inside_the_range_encode_exactly_also_near_its_ends():
         "a": "0001-01-03T00:00:00+00:00", "b": "9999-12-30T00:00:00+00:00",
         "c": "0001-01-01T00:00:00.000000", "d": "0001-01-01",
     }
+
+
+# --- the bulk pipe's line builder against the dict-then-json path -------------------------
+_ANY_VALUE = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True), st.floats(width=32),
+    st.text(), st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
+    st.binary(max_size=4), st.decimals(allow_nan=True, places=3),
+    st.dates(), st.datetimes(), st.datetimes(timezones=st.sampled_from(
+        [timezone.utc, timezone(timedelta(hours=-5)), timezone(timedelta(hours=14))])),
+    st.lists(st.integers(min_value=-3, max_value=3) | st.none(), max_size=3),
+    st.dictionaries(st.text(max_size=2), st.integers(min_value=0, max_value=9), max_size=2),
+    st.builds(_Loud, st.integers(-2, 2)), st.builds(_Label, st.text(max_size=3)),
+)
+
+
+def _same_outcome(enc: StructEncoder, value: dict) -> None:
+    try:
+        expected: object = to_json_line(enc.encode_mapping(value))
+    except StreamTestError as error:
+        expected = (type(error), str(error))
+    try:
+        got: object = enc.json_line(value)
+    except StreamTestError as error:
+        got = (type(error), str(error))
+    assert got == expected
+    event("text" if isinstance(got, str) else got[0].__name__)
+
+
+_UTC_TIMES = st.datetimes(min_value=datetime(1, 1, 3), max_value=datetime(9999, 12, 29),
+                          timezones=st.just(timezone.utc))
+_FITTING = {  # values of each column's type, mostly ones that fit it
+    "s": st.text(), "nn": st.text(), "i": st.integers(-(2**31), 2**31 - 1),
+    "l": st.integers(-(2**63), 2**63 - 1), "tiny": st.integers(-130, 130),
+    "f": st.floats(), "fl": st.floats(width=32) | st.floats(), "b": st.booleans(),
+    "bin": st.binary(max_size=4), "d": st.decimals(places=2, max_value=999, min_value=-999),
+    "day": st.dates(), "half": st.dates(), "ts": _UTC_TIMES, "ntz": st.datetimes(),
+    "arr": st.lists(st.integers(-3, 3) | st.none(), max_size=3),
+    "m": st.dictionaries(st.text(max_size=2), st.integers(0, 9), max_size=2),
+    "st": st.fixed_dictionaries({"x": st.integers(0, 9)}), 'we"ird': st.integers(0, 9),
+}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.data())
+def test_json_line_is_the_text_or_the_error_of_the_dict_path(data):
+    enc = encoder(SCHEMA + ", fl FLOAT, tiny TINYINT, nn STRING NOT NULL, "
+                  "half DATE NOT NULL, `we\"ird` INT")
+    odd = data.draw(st.sampled_from([0, 1, 6]))  # how many in 20 fields do not fit
+    value = {}
+    for name in enc.names:
+        how = data.draw(st.sampled_from(["fits"] * (20 - odd) + ["missing", "any"] * odd))
+        if how != "missing":
+            value[name] = data.draw(_FITTING[name] if how == "fits" else _ANY_VALUE)
+    if data.draw(st.integers(0, 20)) == 0:
+        value["unknown"] = 1
+    _same_outcome(enc, value)

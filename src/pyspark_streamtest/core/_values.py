@@ -1,10 +1,10 @@
-"""Values in and out of the JVM, checked against the schema.
+"""Values into the JVM, checked against the schema.
 
-In: each piped value (dict, Row or tuple) is checked field by field and turned into
+Each piped value (dict, Row or tuple) is checked field by field and turned into
 one JSON object whose text Spark's ``from_json`` parses back to exactly the same
 values (timestamps as UTC ISO 8601 strings, binary as base64, decimals
-as strings). Out: collected Rows become plain dicts, timestamps aware in UTC.
-Converters are compiled once per schema; the per-value path does no schema lookups.
+as strings). Converters are compiled once per schema; the per-value path does no
+schema lookups. (The way out, collected Rows to plain dicts: :mod:`._decoding`.)
 
 A value Spark would change on the way in is refused (:class:`SchemaMismatchError`
 naming the field) rather than silently altered: a decimal with more digits after the
@@ -25,8 +25,9 @@ import json
 import math
 import re
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
 from pyspark.sql import Row
@@ -43,6 +44,8 @@ from .time import check_instant
 __tracebackhide__ = hide_our_frames
 
 Encoder = Callable[[Any, str], Any]
+TextEncoder = Callable[[Any, str], str]
+"""Checks one value and returns its JSON text, exactly as :func:`to_json_line` writes it."""
 _UTC = _dt.timezone.utc
 _FLOAT32 = struct.Struct("<f")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -285,9 +288,27 @@ class StructEncoder:
             (f.name, _nullable(encoder_for(f.dataType, f"{prefix}{f.name}."), f.nullable))
             for f in schema.fields
         ]
-        self._index = set(self.names)
+        self._index = frozenset(self.names)
+        self._names_except: dict[str, list[str]] = {}
+        self._texts = [
+            (f.name, _quote(f.name) + ":", f"{prefix}{f.name}",
+             _field_text(f.dataType, f"{prefix}{f.name}.", f.nullable))
+            for f in schema.fields
+        ]
+
+    def names_except(self, column: str) -> list[str]:
+        """The field names in order without ``column`` (computed once per column)."""
+        names = self._names_except.get(column)
+        if names is None:
+            names = self._names_except[column] = [n for n in self.names if n != column]
+        return names
 
     def as_mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        kind = type(value)  # the common cases first, without isinstance chains
+        if kind is dict:
+            return value  # type: ignore[no-any-return]
+        if kind is tuple and len(value) == len(self.names):
+            return dict(zip(self.names, value, strict=True))
         if isinstance(value, Row) and hasattr(value, "__fields__"):
             return value.asDict(recursive=False)
         if isinstance(value, Mapping):
@@ -306,19 +327,31 @@ class StructEncoder:
         )
 
     def encode_mapping(self, value: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = [key for key in value if key not in self._index]
-        if unknown:
-            key = unknown[0]
-            close = difflib.get_close_matches(str(key), self.names, n=1)
-            hint = f"; did you mean {self._prefix + close[0]!r}?" if close else ""
-            raise SchemaMismatchError(
-                f"field {self._prefix + str(key)!r} is not in the schema "
-                f"({self.schema.simpleString()}){hint}"
-            )
+        if not self._index.issuperset(value):
+            self._refuse_unknown(value)
         return {
             name: encode(value.get(name), f"{self._prefix}{name}")
             for name, encode in self._fields
         }
+
+    def json_line(self, value: Mapping[str, Any]) -> str:
+        """``to_json_line(self.encode_mapping(value))``, the same checks and the same
+        text, built field by field without the intermediate dict (the bulk pipe's path)."""
+        if not self._index.issuperset(value):
+            self._refuse_unknown(value)
+        get = value.get
+        return "{" + ",".join([
+            key + text(get(name), path) for name, key, path, text in self._texts
+        ]) + "}"
+
+    def _refuse_unknown(self, value: Mapping[Any, Any]) -> None:
+        key = next(key for key in value if key not in self._index)
+        close = difflib.get_close_matches(str(key), self.names, n=1)
+        hint = f"; did you mean {self._prefix + close[0]!r}?" if close else ""
+        raise SchemaMismatchError(
+            f"field {self._prefix + str(key)!r} is not in the schema "
+            f"({self.schema.simpleString()}){hint}"
+        )
 
     def __call__(self, value: Any, path: str) -> Any:
         return self.encode_mapping(self.as_mapping(value, path))
@@ -356,47 +389,102 @@ def encoder_for(dtype: T.DataType, prefix: str = "") -> Encoder:
     )
 
 
+_DUMPS = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
 def to_json_line(encoded: Mapping[str, Any]) -> str:
     """One line of JSON (json.dumps escapes newlines inside strings)."""
-    return json.dumps(encoded, separators=(",", ":"), allow_nan=False)
+    return _DUMPS(encoded)
 
 
-# --- out ------------------------------------------------------------------------------------
-Decoder = Callable[[Any], Any]
+# JSON text per column type: what json.dumps(..., separators=(",", ":"), allow_nan=False)
+# writes for the value the column's encoder returns (ints and floats by their int/float
+# repr, every string through the same ASCII escaping), so a line built from these is the
+# same text as to_json_line of the encoded dict.
+def _string_text(value: Any, path: str) -> str:
+    return _quote(_string(value, path))
 
 
-def _decode_timestamp(value: Any) -> Any:
-    # PySpark gives naive datetimes in this process's local time zone; make them aware.
-    return value.astimezone(_UTC)
+def _boolean_text(value: Any, path: str) -> str:
+    return "true" if _boolean(value, path) else "false"
 
 
-def decoder_for(dtype: T.DataType) -> Decoder | None:
-    """A function making a collected value plain Python, or None when it already is."""
-    if isinstance(dtype, T.TimestampType) and not isinstance(dtype, T.TimestampNTZType):
-        return _decode_timestamp
-    if isinstance(dtype, T.StructType):
-        return row_decoder(dtype)
-    if isinstance(dtype, T.ArrayType):
-        inner = decoder_for(dtype.elementType)
-        if inner is None:
-            return list
-        return lambda items: [None if x is None else inner(x) for x in items]
-    if isinstance(dtype, T.MapType):
-        key = decoder_for(dtype.keyType) or (lambda k: k)
-        val = decoder_for(dtype.valueType) or (lambda v: v)
-        return lambda items: {key(k): (None if v is None else val(v)) for k, v in items.items()}
-    if isinstance(dtype, T.BinaryType):
-        return bytes
-    return None
+def _int_text(dtype: T.DataType) -> TextEncoder:
+    encode = _int_encoder(dtype)
+    return lambda value, path: int.__repr__(encode(value, path))
 
 
-def row_decoder(schema: T.StructType) -> Callable[[Sequence[Any]], dict[str, Any]]:
-    plan = [(f.name, decoder_for(f.dataType)) for f in schema.fields]
+def _float_text(dtype: T.DataType) -> TextEncoder:
+    encode = _float_encoder(dtype)
 
-    def decode(row: Sequence[Any]) -> dict[str, Any]:
-        return {
-            name: (value if decode_field is None or value is None else decode_field(value))
-            for (name, decode_field), value in zip(plan, row, strict=True)
-        }
+    def text(value: Any, path: str) -> str:
+        encoded = encode(value, path)
+        return float.__repr__(encoded) if type(encoded) is float else _quote(encoded)
 
-    return decode
+    return text
+
+
+def _quoted(encode: Encoder) -> TextEncoder:
+    return lambda value, path: _quote(encode(value, path))
+
+
+def _nullable_text(text: TextEncoder, nullable: bool) -> TextEncoder:
+    def encode(value: Any, path: str) -> str:
+        if value is None:
+            if not nullable:
+                raise SchemaMismatchError(f"field {path!r} is not nullable, got None")
+            return "null"
+        return text(value, path)
+
+    return encode
+
+
+def _field_text(dtype: T.DataType, prefix: str, nullable: bool) -> TextEncoder:
+    """A column's text encoder: the usual values of the common types take a shortcut
+    that gives the same text; everything else, None included, goes the full way."""
+    full = _nullable_text(text_encoder_for(dtype, prefix), nullable)
+    if isinstance(dtype, T.StringType):
+        def text(value: Any, path: str) -> str:
+            if type(value) is str and value.isascii():  # no surrogates possible
+                return _quote(value)
+            return full(value, path)
+    elif isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        low, high = _INT_RANGES[type(dtype)]
+
+        def text(value: Any, path: str) -> str:
+            if type(value) is int and low <= value <= high:
+                return int.__repr__(value)
+            return full(value, path)
+    elif isinstance(dtype, T.DoubleType):
+        def text(value: Any, path: str) -> str:
+            if type(value) is float and math.isfinite(value):
+                return float.__repr__(value)
+            return full(value, path)
+    elif isinstance(dtype, T.TimestampType):
+        def text(value: Any, path: str) -> str:
+            # isoformat() is ASCII without quotes or backslashes: nothing to escape
+            if type(value) is _dt.datetime and value.tzinfo is _UTC and (
+                1 < value.year < 9999
+            ):
+                return '"' + value.isoformat() + '"'
+            return full(value, path)
+    else:
+        return full
+    return text
+
+
+def text_encoder_for(dtype: T.DataType, prefix: str = "") -> TextEncoder:
+    """Like :func:`encoder_for`, but returning the value's JSON text."""
+    if isinstance(dtype, T.StringType):
+        return _string_text
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return _int_text(dtype)
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return _float_text(dtype)
+    if isinstance(dtype, T.BooleanType):
+        return _boolean_text
+    encode = encoder_for(dtype, prefix)
+    if isinstance(dtype, (T.BinaryType, T.DateType, T.TimestampType, T.TimestampNTZType,
+                          T.DecimalType)):
+        return _quoted(encode)
+    return lambda value, path: _DUMPS(encode(value, path))

@@ -27,7 +27,7 @@ from .._spark.query import failure_text, last_progress, start_query, stop_query,
 from .._spark.sink import CollectingSink, InjectedCrashError
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ..core._costs import count_batches, spending
-from ..core._values import row_decoder
+from ..core._decoding import row_decoder
 from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import (

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, overload
 
-from ..core._values import to_json_line
 from ..core.records import TestRecord
 from ..core.time import check_in_range, duration_ms, from_ms, require_aware, to_ms
 from ..errors import (
@@ -377,7 +376,7 @@ class TestInputTopic:
             if column is not None and isinstance(value, (tuple, list)) and (
                 len(value) == len(spec.encoder.names) - 1
             ):
-                names = [n for n in spec.encoder.names if n != column]
+                names = spec.encoder.names_except(column)
                 mapping: Mapping[str, Any] = dict(zip(names, value, strict=True))
             else:
                 mapping = spec.encoder.as_mapping(value, "value")
@@ -399,17 +398,20 @@ class TestInputTopic:
                         event_time = require_aware(timestamp, "timestamp")
                     mapping = {**mapping, column: event_time}
                 else:
-                    event_time = require_aware(given, f"field {column!r}")
+                    event_time = given if (  # the common case, checked without a call
+                        type(given) is datetime and given.tzinfo is timezone.utc
+                        and 1 < given.year < 9999
+                    ) else require_aware(given, f"field {column!r}")
                     if timestamp is not None and require_aware(timestamp, "timestamp") != given:
                         raise InvalidArgumentError(
                             f"the value's {column!r} ({given.isoformat()}) and timestamp= "
                             f"({timestamp.isoformat()}) disagree; give the event time once"
                         )
-            encoded = spec.encoder.encode_mapping(mapping)
+            line = spec.encoder.json_line(mapping)
         except SchemaMismatchError as error:
             raise SchemaMismatchError(f"input {spec.name!r}: {error}") from None
         record = TestRecord(value=dict(mapping), timestamp=event_time, topic=spec.name)
-        return to_json_line(encoded), record, clock
+        return line, record, clock
 
     def __repr__(self) -> str:
         return f"<TestInputTopic {self._spec.name!r} at {self._time.isoformat()}>"
