@@ -51,6 +51,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark_streamtest import Topology, TopologyTestDriver, test_spark_session
 
 from ._app import measure_app
+from ._bare import BareQuery
 from ._profile import profile_step
 from ._report import chart, compare, load_results, verdicts_text
 from ._scale import add_scale_arguments, measure_scale
@@ -77,12 +78,18 @@ def windowed(t: Topology) -> None:
     t.output("out", windowed_plan(t.input("events", schema=SCHEMA, timestamp_column="ts")))
 
 
+RIGHT_SCHEMA = "rk STRING, rts TIMESTAMP"
+
+
+def join_plan(left: DataFrame, right: DataFrame) -> DataFrame:
+    return left.withWatermark("ts", "5 seconds").join(right.withWatermark("rts", "5 seconds"),
+                                                      F.expr("rk = k AND rts >= ts AND rts <= "
+                                                             "ts + interval 5 seconds"))
+
+
 def joined(t: Topology) -> None:
-    left = t.input("left", schema=SCHEMA, timestamp_column="ts").withWatermark("ts", "5 seconds")
-    right = (t.input("right", schema="rk STRING, rts TIMESTAMP", timestamp_column="rts")
-             .withWatermark("rts", "5 seconds"))
-    t.output("out", left.join(right, F.expr(
-        "rk = k AND rts >= ts AND rts <= ts + interval 5 seconds")))
+    t.output("out", join_plan(t.input("left", schema=SCHEMA, timestamp_column="ts"),
+                              t.input("right", schema=RIGHT_SCHEMA, timestamp_column="rts")))
 
 
 def _running_count(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
@@ -91,11 +98,14 @@ def _running_count(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> I
     yield pd.DataFrame({"k": [key[0]], "n": [total]})
 
 
+def grouped_state_plan(events: DataFrame) -> DataFrame:
+    return events.groupBy("k").applyInPandasWithState(
+        _running_count, "k STRING, n LONG", "n LONG", "Update", GroupStateTimeout.NoTimeout)
+
+
 def grouped_state(t: Topology) -> None:
-    events = t.input("events", schema=SCHEMA, timestamp_column="ts")
-    t.output("out", events.groupBy("k").applyInPandasWithState(
-        _running_count, "k STRING, n LONG", "n LONG", "Update", GroupStateTimeout.NoTimeout),
-        output_mode="update")
+    t.output("out", grouped_state_plan(t.input("events", schema=SCHEMA, timestamp_column="ts")),
+             output_mode="update")
 
 
 def key_counts(t: Topology) -> None:
@@ -103,9 +113,13 @@ def key_counts(t: Topology) -> None:
     t.output("out", events.groupBy("k").count(), output_mode="update")
 
 
+def total_plan(events: DataFrame) -> DataFrame:
+    return events.groupBy().count()
+
+
 def total_count(t: Topology) -> None:
-    events = t.input("events", schema=SCHEMA, timestamp_column="ts")
-    t.output("out", events.groupBy().count(), output_mode="complete")
+    t.output("out", total_plan(t.input("events", schema=SCHEMA, timestamp_column="ts")),
+             output_mode="complete")
 
 
 PROFILED: dict[str, tuple[Callable[[Topology], None], tuple[str, ...]]] = {
@@ -113,6 +127,15 @@ PROFILED: dict[str, tuple[Callable[[Topology], None], tuple[str, ...]]] = {
     "windowed": (windowed, ("events",)),
     "join": (joined, ("left", "right")),
     "grouped-state": (grouped_state, ("events",)),
+}
+
+# The same steps' plans for Spark alone (benchmarks/_bare.py): inputs, plan, micro-batches
+# per step (the data batch, and the no-data batch where the watermark moves), output mode.
+BARE: dict[str, tuple[dict[str, str], Callable[..., DataFrame], int, str]] = {
+    "stateless": ({"events": SCHEMA}, stateless_plan, 1, "append"),
+    "windowed": ({"events": SCHEMA}, windowed_plan, 2, "append"),
+    "join": ({"left": SCHEMA, "right": RIGHT_SCHEMA}, join_plan, 2, "append"),
+    "grouped-state": ({"events": SCHEMA}, grouped_state_plan, 1, "update"),
 }
 
 
@@ -147,15 +170,31 @@ def driver_step(driver: TopologyTestDriver, clock: Clock, inputs: tuple[str, ...
     topics = {name: driver.create_input_topic(name) for name in inputs}
 
     def step() -> None:
-        for name, topic in topics.items():
-            batch = clock.rows(rows)
-            if name == "right":
-                topic.pipe_value_list([(k, ts) for k, _, ts in batch])
-            else:
-                topic.pipe_value_list(batch)
+        for name, batch in step_rows(clock, inputs, rows).items():
+            topics[name].pipe_value_list(batch)
         driver.process_all_available()
 
     return step
+
+
+def step_rows(clock: Clock, inputs: tuple[str, ...], rows: int = 10) -> dict[str, list[Any]]:
+    """One step's rows per input (the join's right side gets keys and times only)."""
+    out: dict[str, list[Any]] = {}
+    for name in inputs:
+        batch = clock.rows(rows)
+        out[name] = [(k, ts) for k, _, ts in batch] if name == "right" else list(batch)
+    return out
+
+
+def spark_alone(spark: SparkSession, name: str, steps: int) -> float:
+    """Median seconds of the step ``name`` run by Spark alone (benchmarks/_bare.py)."""
+    schemas, plan, batches, mode = BARE[name]
+    query = BareQuery(spark, schemas, plan, batches=batches, output_mode=mode)
+    clock = Clock()
+    try:
+        return timed(lambda: query.step(query.lines(step_rows(clock, tuple(schemas)))), steps)
+    finally:
+        query.close()
 
 
 class PublicApiPipeline:
@@ -257,6 +296,11 @@ def main() -> None:
                 step()
             print(f"profile of the {args.profile} step (--steps {steps}):")
             print("\n".join(profile_step(spark, step, steps)))
+            whole = timed(step, steps, warmup=0)
+        alone = spark_alone(spark, args.profile, steps)
+        print(f"the same micro-batches run by Spark alone: {alone * 1000:.1f} ms a step; "
+              f"the driver's step (uninstrumented, {whole * 1000:.1f} ms) is "
+              f"{whole / alone:.2f}x that")
         return
     floor = timed(lambda: spark.range(1).count(), steps)
     rows: list[dict[str, Any]] = []
@@ -371,24 +415,37 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
                   record: Callable[..., None]) -> None:
     steps = args.steps
     driver_steps: dict[str, float] = {}
-    for name, topology, inputs in [
-        ("stateless step (10 rows)", stateless, ("events",)),
-        ("windowed step: data + no-data batch", windowed, ("events",)),
-        ("stream-stream join step (10 rows per side)", joined, ("left", "right")),
-        ("applyInPandasWithState step (10 rows)", grouped_state, ("events",)),
+    for name, key in [
+        ("stateless step (10 rows)", "stateless"),
+        ("windowed step: data + no-data batch", "windowed"),
+        ("stream-stream join step (10 rows per side)", "join"),
+        ("applyInPandasWithState step (10 rows)", "grouped-state"),
     ]:
+        topology, inputs = PROFILED[key]
         with TopologyTestDriver(topology, spark=spark) as driver:
             seconds = timed(driver_step(driver, Clock(), inputs), steps)
+        alone = spark_alone(spark, key, steps)
         driver_steps[name] = seconds
-        record(name, seconds, floor, "trivial job")
+        record(name, seconds, floor, "trivial job", spark_alone=round(seconds / alone, 2))
+        record(f"{name.split(' (')[0]}: Spark alone", alone, floor, "trivial job")
 
     def new_driver_first_step() -> None:
         with TopologyTestDriver(stateless, spark=spark) as driver:
             driver.create_input_topic("events").pipe_input(("a", 2, T0))
             driver.process_all_available()
 
-    record("new driver + first step + close", timed(new_driver_first_step, max(5, steps // 3),
-                                                    warmup=2), floor, "trivial job")
+    def bare_first_step() -> None:
+        query = BareQuery(spark, {"events": SCHEMA}, stateless_plan, batches=1)
+        try:
+            query.step(query.lines({"events": [("a", 2, T0)]}))
+        finally:
+            query.close()
+
+    first = timed(new_driver_first_step, max(5, steps // 3), warmup=2)
+    first_alone = timed(bare_first_step, max(5, steps // 3), warmup=2)
+    record("new driver + first step + close", first, floor, "trivial job",
+           spark_alone=round(first / first_alone, 2))
+    record("new query + first step + stop: Spark alone", first_alone, floor, "trivial job")
 
     # Public API, side by side.
     for name, plan, mode, driver_name in [
@@ -416,8 +473,17 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
             topic.pipe_value_list(bulk)
             driver.process_all_available()
 
-        record(f"bulk pipe of {args.bulk_rows} rows + the batch", timed(bulk_pipe, 3, warmup=1),
-               create_df, "createDataFrame")
+        piped = timed(bulk_pipe, 3, warmup=1)
+    query = BareQuery(spark, {"events": SCHEMA}, total_plan, batches=1, output_mode="complete")
+    try:
+        lines = query.lines({"events": bulk})  # made once: Spark's share of the step only
+        alone = timed(lambda: query.step(lines), 3, warmup=1)
+    finally:
+        query.close()
+    record(f"bulk pipe of {args.bulk_rows} rows + the batch", piped, create_df, "createDataFrame",
+           spark_alone=round(piped / alone, 2))
+    record(f"bulk: the batch of {args.bulk_rows} JSON lines, Spark alone", alone, create_df,
+           "createDataFrame")
 
 
 def measure_state(spark: SparkSession, args: Any, record: Callable[..., None],
