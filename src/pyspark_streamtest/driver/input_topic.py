@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, overload
 
+from ..core._columns import ColumnLines
 from ..core.records import TestRecord
 from ..core.time import check_in_range, duration_ms, from_ms, require_aware, to_ms
 from ..errors import (
@@ -93,6 +94,7 @@ class TestInputTopic:
         topic._advance = timedelta(milliseconds=duration_ms(auto_advance, "auto_advance"))
         topic._key_serializer = key_serializer
         topic._value_serializer = value_serializer
+        topic._columns = None
         return topic
 
     _link: InputLink
@@ -101,6 +103,7 @@ class TestInputTopic:
     _advance: timedelta
     _key_serializer: Serializer | None
     _value_serializer: Serializer | None
+    _columns: ColumnLines | None
 
     @property
     def name(self) -> str:
@@ -203,7 +206,35 @@ class TestInputTopic:
         ``start_timestamp + advance``, ... (where they lack an event time) and this
         handle's record time does not move. Kafka records piped this way have null keys.
         """
+        values = list(values)
+        if start_timestamp is None and advance is None and self._pipe_columns(values):
+            return
         self._pipe_many([(None, v) for v in values], start_timestamp, advance, keyed=False)
+
+    def _pipe_columns(self, values: list[Any]) -> bool:
+        """The bulk fast path (:mod:`pyspark_streamtest.core._columns`) for whole tuples
+        of a plain input: True if it piped ``values``, False to take the per-row path
+        (which gives the same lines and records, or the precise error)."""
+        spec = self._spec
+        if spec.kafka is not None:
+            return False
+        self._link.check_open()
+        if self._columns is None:
+            self._columns = ColumnLines(spec.encoder.schema)
+        lines = self._columns.lines(values)
+        if lines is None:
+            return False
+        # The check made sure every value is a tuple with one item per column.
+        names, name = spec.encoder.names, spec.name
+        if spec.timestamp_column is None:
+            records = [TestRecord(value=dict(zip(names, value)), topic=name)  # noqa: B905
+                       for value in values]
+        else:  # every row has its event time (the check refused None)
+            at = names.index(spec.timestamp_column)
+            records = [TestRecord(value=dict(zip(names, value)),  # noqa: B905
+                                  timestamp=value[at], topic=name) for value in values]
+        self._link.pipe(name, lines, self._placed(records))
+        return True
 
     def pipe_key_value_list(
         self,
