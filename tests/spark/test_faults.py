@@ -154,3 +154,42 @@ def test_a_fault_is_a_typed_error_and_leaves_nothing_running(spark, tmp_path, fa
     finally:
         driver.close()  # closing always works
     assert spark.streams.active == [] and list(tmp_path.iterdir()) == []
+
+
+def _fails_on_poison(value):  # no type hints: PySpark would read them as a pandas UDF
+    if value == "poison":
+        raise ValueError("poison")
+    return value
+
+
+def _checked_counts(t):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    clicks = t.input("clicks", schema="user STRING")
+    checked = clicks.select(F.udf(_fails_on_poison, StringType())("user").alias("user"))
+    t.output("counts", checked.groupBy("user").count(), output_mode="update")
+
+
+def test_a_batch_failing_in_a_udf_ends_its_query_through_spark_s_own_failure_path(spark):
+    """Spark looks for a Java interruption in a Python callback's error text with a
+    recursive regex; the whole text of a failed job (its Java stack trace inside the
+    Python traceback) can overflow the stream thread's stack, which then dies of
+    StackOverflowError before Spark has recorded the failure (every failed lifecycle of
+    test_lifecycle.py did, under pytest). The sink hands Spark one line instead, so the
+    query ends as Spark ends a failed query: with its exception set, naming the batch."""
+    from pyspark_streamtest import StreamingQueryFailedError
+
+    with TopologyTestDriver(_checked_counts, spark=spark) as driver:
+        clicks = driver.create_input_topic("clicks")
+        clicks.pipe_input(("a",))
+        driver.process_all_available()
+        jquery = driver._queries.runners[0]._jquery
+        clicks.pipe_input(("poison",))
+        with pytest.raises(StreamingQueryFailedError, match="poison"):
+            driver.process_all_available()
+    failure = jquery.exception()
+    assert failure.isDefined()
+    message = str(failure.get().getMessage())
+    assert "batch 1 failed in the pyspark-streamtest driver's sink" in message
+    assert len(message) < 2000, message

@@ -8,7 +8,9 @@ ran a batch, and which one.
 
 from __future__ import annotations
 
+import re
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +26,39 @@ __tracebackhide__ = hide_our_frames
 
 class InjectedCrashError(Exception):
     """The crash a test asked for (``crash_before_sink`` / ``crash_before_commit``)."""
+
+
+class SinkBatchError(Exception):
+    """What the JVM sees of an error raised in the sink: one line, and the driver keeps
+    the error itself (``CollectingSink.error``) to report it in full."""
+
+
+# Spark's StreamExecution.PROXY_ERROR: a Python callback's error whose text has a Java
+# interruption under a Py4J call is a stop, not a failure (Java's "." matches no line
+# terminator). Spark runs it on the error's whole text with a recursive matcher, so a
+# long text (a failed job's stack trace inside the Python traceback) overflows the
+# stream thread's stack: the query thread dies of StackOverflowError mid-way through
+# its failure handling. We hand Spark one line instead, plus the matching part when
+# there is one, so Spark decides as it would have.
+_INTERRUPTION = re.compile(
+    r"py4j\.protocol\.Py4JJavaError: An error occurred while calling"
+    r"[^\n\r\u0085\u2028\u2029]+(\r\n|\r|\n): (java\.lang\.InterruptedException|"
+    r"java\.io\.InterruptedIOException|java\.nio\.channels\.ClosedByInterruptException)")
+_MESSAGE_CHARS = 300
+
+
+def jvm_message(error: BaseException, batch_id: Any) -> str:
+    """The short text the JVM gets for ``error`` (see ``_INTERRUPTION``)."""
+    text = "".join(traceback.format_exception(error))
+    lines = [line for line in "".join(
+        traceback.format_exception_only(type(error), error)).splitlines() if line.strip()]
+    head = lines[0] if lines else type(error).__name__
+    if len(head) > _MESSAGE_CHARS:
+        head = head[:_MESSAGE_CHARS] + "..."
+    message = (f"batch {batch_id} failed in the pyspark-streamtest driver's sink (the driver "
+               f"reports the whole error): {head}")
+    found = _INTERRUPTION.search(text)
+    return message if found is None else f"{message}\n{found.group(0)}"
 
 
 class CollectingSink:
@@ -62,9 +97,15 @@ class CollectingSink:
                 raise InjectedCrashError(
                     f"crash_before_commit: batch {batch_id} wrote its sink and failed before "
                     "its commit")
-        except BaseException as error:
+        except Exception as error:
             self.error = error
             mark_reported(error)  # the driver reports it (StreamingQueryFailedError)
+            short = SinkBatchError(jvm_message(error, batch_id))
+            mark_reported(short)
+            raise short from None
+        except BaseException as error:  # KeyboardInterrupt, SystemExit: as they are
+            self.error = error
+            mark_reported(error)
             raise
         with self._lock:
             self._batches.append((int(batch_id), rows))
