@@ -397,37 +397,8 @@ def to_json_line(encoded: Mapping[str, Any]) -> str:
     return _DUMPS(encoded)
 
 
-# JSON text per column type: what json.dumps(..., separators=(",", ":"), allow_nan=False)
-# writes for the value the column's encoder returns (ints and floats by their int/float
-# repr, every string through the same ASCII escaping), so a line built from these is the
-# same text as to_json_line of the encoded dict.
-def _string_text(value: Any, path: str) -> str:
-    return _quote(_string(value, path))
-
-
-def _boolean_text(value: Any, path: str) -> str:
-    return "true" if _boolean(value, path) else "false"
-
-
-def _int_text(dtype: T.DataType) -> TextEncoder:
-    encode = _int_encoder(dtype)
-    return lambda value, path: int.__repr__(encode(value, path))
-
-
-def _float_text(dtype: T.DataType) -> TextEncoder:
-    encode = _float_encoder(dtype)
-
-    def text(value: Any, path: str) -> str:
-        encoded = encode(value, path)
-        return float.__repr__(encoded) if type(encoded) is float else _quote(encoded)
-
-    return text
-
-
-def _quoted(encode: Encoder) -> TextEncoder:
-    return lambda value, path: _quote(encode(value, path))
-
-
+# JSON text per column: a line built from these is the same text as to_json_line of the
+# encoded dict (json writes each value of a dict as it writes the value alone).
 def _nullable_text(text: TextEncoder, nullable: bool) -> TextEncoder:
     def encode(value: Any, path: str) -> str:
         if value is None:
@@ -475,16 +446,5 @@ def _field_text(dtype: T.DataType, prefix: str, nullable: bool) -> TextEncoder:
 
 def text_encoder_for(dtype: T.DataType, prefix: str = "") -> TextEncoder:
     """Like :func:`encoder_for`, but returning the value's JSON text."""
-    if isinstance(dtype, T.StringType):
-        return _string_text
-    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        return _int_text(dtype)
-    if isinstance(dtype, (T.FloatType, T.DoubleType)):
-        return _float_text(dtype)
-    if isinstance(dtype, T.BooleanType):
-        return _boolean_text
     encode = encoder_for(dtype, prefix)
-    if isinstance(dtype, (T.BinaryType, T.DateType, T.TimestampType, T.TimestampNTZType,
-                          T.DecimalType)):
-        return _quoted(encode)
     return lambda value, path: _DUMPS(encode(value, path))
