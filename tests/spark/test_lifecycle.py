@@ -142,9 +142,16 @@ def test_two_drivers_of_one_topology_run_side_by_side(spark):
 LIFECYCLES = int(os.environ.get("STREAMTEST_LIFECYCLES", "200"))
 """How many lifecycles the leak test runs (the README's run: 200; tox's extra lines: fewer)."""
 
-# Spark's own thread pools that grow with use up to a cap (not ours to close).
+# Spark's own thread pools that grow with use up to a cap (not ours to close), and
+# threads that end by themselves: each task running a Python UDF has a "Worker Monitor"
+# (and on 3.5 a "Writer Monitor") thread that checks the task every 2 s and so outlives
+# it by up to 2 s, longer for a task killed because its job failed (Spark then waits
+# spark.python.task.killTimeout before destroying the worker, which the JDK's "process
+# reaper" threads see out). With two task slots a handful at most are alive at once.
 _BOUNDED_JVM_POOLS = {"block-manager-storage-async-thread-pool-": 100,
-                      "block-manager-ask-thread-pool-": 100}
+                      "block-manager-ask-thread-pool-": 100,
+                      "Worker Monitor for ": 16, "Writer Monitor for ": 16,
+                      "process reaper": 16}
 
 
 def _raises_on_poison(value):  # no type hints: PySpark would read them as a pandas UDF
