@@ -14,6 +14,10 @@ Floors, measured first on the same warm session:
 * trivial job: ``spark.range(1).count()``, the cheapest thing Spark can do;
 * createDataFrame: ``spark.createDataFrame(rows).count()`` of the rows the bulk pipe moves.
 
+And beside each step row, the same micro-batches run by Spark alone (``...: Spark alone``
+rows, ``benchmarks/_bare.py``): the same plan and sources with Spark's own JVM clock and
+memory sink; the step row's ``spark_alone`` is the driver's step over it.
+
 Every figure is a median over repeated steps after a warm-up. "Public API" rows drive the
 same pipeline the usual way: a JSON file source fed by writing files, a memory sink, and
 ``processAllAvailable()``. Results are printed as a table and written as JSON, followed

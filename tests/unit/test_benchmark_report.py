@@ -146,7 +146,8 @@ def test_verdicts_text_counts_and_lists_targeted_rows() -> None:
 def test_the_real_results_have_a_verdict_for_every_target_of_the_issue() -> None:
     results = load_results(str(ROOT / "benchmarks" / "results.json"))
     judged = {r["measure"] for r in results["rows"] if verdict(r) is not None}
-    assert judged == {
+    # Rows of other sizes (the 100,000-key RocksDB step) take their default row's target.
+    assert judged - {f"step with 100000 keys in state{ROCKSDB}"} == {
         "stateless step (10 rows)",
         "windowed step: data + no-data batch",
         "stream-stream join step (10 rows per side)",
