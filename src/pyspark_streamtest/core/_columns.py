@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from ..errors import hide_our_frames
+from ._values import INT_RANGES
 
 __tracebackhide__ = hide_our_frames
 
@@ -72,21 +73,13 @@ def _timestamps(column: tuple[Any, ...]) -> Sequence[Any] | None:
     return list(map(_dt.datetime.isoformat, column))  # ASCII, nothing to escape
 
 
-_INTEGER_RANGES = {
-    T.ByteType: (-(2**7), 2**7 - 1),
-    T.ShortType: (-(2**15), 2**15 - 1),
-    T.IntegerType: (-(2**31), 2**31 - 1),
-    T.LongType: (-(2**63), 2**63 - 1),
-}
-
-
 def _column_for(dtype: T.DataType) -> tuple[_Column, str] | None:
     """A column's quick check and its template slot; None for types without one."""
     kind = type(dtype)
     if kind is T.StringType:
         return _strings, "%s"
-    if kind in _INTEGER_RANGES:
-        return _integers(*_INTEGER_RANGES[kind]), "%d"
+    if kind in INT_RANGES:
+        return _integers(*INT_RANGES[kind]), "%d"
     if kind is T.DoubleType:
         return _doubles, "%r"
     if kind is T.BooleanType:

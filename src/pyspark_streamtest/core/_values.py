@@ -39,18 +39,17 @@ from ..errors import (
     UnsupportedSchemaError,
     hide_our_frames,
 )
-from .time import check_instant
+from .time import check_instant, is_plain_utc
 
 __tracebackhide__ = hide_our_frames
 
 Encoder = Callable[[Any, str], Any]
 TextEncoder = Callable[[Any, str], str]
 """Checks one value and returns its JSON text, exactly as :func:`to_json_line` writes it."""
-_UTC = _dt.timezone.utc
 _FLOAT32 = struct.Struct("<f")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-_INT_RANGES: dict[type, tuple[int, int]] = {
+INT_RANGES: dict[type, tuple[int, int]] = {
     T.ByteType: (-(2**7), 2**7 - 1),
     T.ShortType: (-(2**15), 2**15 - 1),
     T.IntegerType: (-(2**31), 2**31 - 1),
@@ -65,7 +64,7 @@ def _fail(path: str, expected: str, value: Any) -> SchemaMismatchError:
 
 
 def _int_encoder(dtype: T.DataType) -> Encoder:
-    low, high = _INT_RANGES[type(dtype)]
+    low, high = INT_RANGES[type(dtype)]
     name = dtype.simpleString().upper()
 
     def encode(value: Any, path: str) -> Any:
@@ -169,7 +168,7 @@ def _timestamp(value: Any, path: str) -> Any:
     # give every instant there back.
     if not isinstance(value, _dt.datetime):
         raise _fail(path, "TIMESTAMP (a timezone-aware datetime)", value)
-    if value.tzinfo is _UTC and 1 < value.year < 9999:
+    if is_plain_utc(value):
         return value.isoformat()
     if value.tzinfo is None or value.utcoffset() is None:
         raise NaiveDatetimeError(
@@ -420,7 +419,7 @@ def _field_text(dtype: T.DataType, prefix: str, nullable: bool) -> TextEncoder:
                 return _quote(value)
             return full(value, path)
     elif isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        low, high = _INT_RANGES[type(dtype)]
+        low, high = INT_RANGES[type(dtype)]
 
         def text(value: Any, path: str) -> str:
             if type(value) is int and low <= value <= high:
@@ -434,9 +433,7 @@ def _field_text(dtype: T.DataType, prefix: str, nullable: bool) -> TextEncoder:
     elif isinstance(dtype, T.TimestampType):
         def text(value: Any, path: str) -> str:
             # isoformat() is ASCII without quotes or backslashes: nothing to escape
-            if type(value) is _dt.datetime and value.tzinfo is _UTC and (
-                1 < value.year < 9999
-            ):
+            if is_plain_utc(value):
                 return '"' + value.isoformat() + '"'
             return full(value, path)
     else:

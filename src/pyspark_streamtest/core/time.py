@@ -24,7 +24,7 @@ are not frozen: inside a query, read time from Spark (``current_timestamp()``,
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import (
     InvalidArgumentTypeError,
@@ -67,6 +67,14 @@ def aware_datetime(value: object, what: str) -> datetime:
             "e.g. datetime(..., tzinfo=timezone.utc)"
         )
     return value
+
+
+def is_plain_utc(value: object) -> TypeGuard[datetime]:
+    """True for a datetime in ``timezone.utc`` outside the range's first and last year:
+    one that :func:`require_aware` and :func:`check_instant` give back unchanged. The
+    piping paths check this first and call those only for the rest."""
+    return (type(value) is datetime and value.tzinfo is timezone.utc
+            and 1 < value.year < 9999)
 
 
 def check_instant(value: datetime, what: str) -> datetime:

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, overload
 
 from ..core._columns import ColumnLines
 from ..core.records import TestRecord
-from ..core.time import check_in_range, duration_ms, from_ms, require_aware, to_ms
+from ..core.time import (
+    check_in_range,
+    duration_ms,
+    from_ms,
+    is_plain_utc,
+    require_aware,
+    to_ms,
+)
 from ..errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -429,10 +436,8 @@ class TestInputTopic:
                         event_time = require_aware(timestamp, "timestamp")
                     mapping = {**mapping, column: event_time}
                 else:
-                    event_time = given if (  # the common case, checked without a call
-                        type(given) is datetime and given.tzinfo is timezone.utc
-                        and 1 < given.year < 9999
-                    ) else require_aware(given, f"field {column!r}")
+                    event_time = given if is_plain_utc(given) else require_aware(
+                        given, f"field {column!r}")
                     if timestamp is not None and require_aware(timestamp, "timestamp") != given:
                         raise InvalidArgumentError(
                             f"the value's {column!r} ({given.isoformat()}) and timestamp= "
