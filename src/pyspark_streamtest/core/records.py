@@ -90,6 +90,37 @@ class StateOperatorMetrics:
     rows_dropped_by_watermark: int
 
 
+class LaterRecords:
+    """Records of a batch built when first read: the driver hands one to
+    :class:`BatchRecord` so a batch of many rows does not build them up front."""
+
+    __slots__ = ()
+
+    def records(self) -> tuple[TestRecord, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles as the tuple it stands for
+        return (tuple, (self.records(),))
+
+
+class _InputRecords:
+    """``BatchRecord.input_records``: a tuple, or :class:`LaterRecords` turned into its
+    tuple on the first read. Set on the class after ``@dataclass`` made it (so the field
+    has no default); a frozen dataclass's ``__init__`` stores through it, as it stores
+    with ``object.__setattr__``, which honours a data descriptor."""
+
+    def __get__(self, obj: BatchRecord | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__["_input_records"]
+        if isinstance(value, LaterRecords):
+            value = obj.__dict__["_input_records"] = value.records()
+        return value
+
+    def __set__(self, obj: BatchRecord, value: tuple[TestRecord, ...] | LaterRecords) -> None:
+        obj.__dict__["_input_records"] = value
+
+
 @dataclass(frozen=True)
 class BatchRecord:
     """What one micro-batch of one output's query did.
@@ -158,3 +189,7 @@ class BatchRecord:
     @property
     def output_values(self) -> list[Any]:
         return [record.value for record in self.output_records]
+
+
+# After @dataclass: the field keeps no default, and __init__ stores through the descriptor.
+setattr(BatchRecord, "input_records", _InputRecords())  # noqa: B010

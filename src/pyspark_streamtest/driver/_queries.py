@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._spark.jvm import Jvm
@@ -164,7 +164,7 @@ class Queries:
         for runner in self.runners:
             runner.stop()
 
-    def pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+    def pipe(self, input_name: str, lines: list[str], records: Sequence[TestRecord]) -> None:
         """Queue rows for every query that reads ``input_name``."""
         for runner in self.runners:
             if input_name in runner.input_names:

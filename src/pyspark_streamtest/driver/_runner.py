@@ -39,6 +39,7 @@ from ..errors import (
 )
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
+from ._piped import RecordBlock, RecordQueue
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -73,8 +74,9 @@ class QueryRunner:
         self._partitions = dict(built.input_partitions)
         self._pending_parts: dict[str, list[int]] = {name: [] for name in self.input_names}
         self._pending_empty: set[str] = set()
-        self._pending_records: list[TestRecord] = []
-        self._in_flight: list[TestRecord] = []
+        self._pending_records = RecordQueue()
+        self._in_flight = RecordQueue()
+        self._blocks: list[RecordBlock] = []  # bulk pipes' records, built when first read
         self._lines: dict[int, str] = {}  # id(record) -> its JSON line (records stay alive
         # in the history, so ids are not reused)
         # The records of a failed batch: a restart retries exactly that batch (its
@@ -190,8 +192,7 @@ class QueryRunner:
                 stream.pad_to(committed.offsets[position])
             if carried is not None and input_name in old:
                 old.discard(input_name)  # a source read twice (a self-union) is one stream
-                lines = [carried._lines[id(r)] for r in carried._in_flight
-                         if r.topic == input_name and id(r) in carried._lines]
+                lines = carried._in_flight.lines_of(input_name, carried._lines)
                 if lines:
                     stream.add_json_lines(lines)
             if logged is not None and position < len(logged.offsets):
@@ -206,21 +207,31 @@ class QueryRunner:
             return
         self.last_batch = carried.last_batch
         kept = set(self.input_names)
-        self._in_flight = [r for r in carried._in_flight if r.topic in kept]
+        self._in_flight = carried._in_flight.of_topics(kept)
         if carried._retry is not None:
             self._retry = tuple(r for r in carried._retry if r.topic in kept)
         self._lines = dict(carried._lines)
+        self._blocks = list(carried._blocks)
+        for block in self._blocks:
+            block.share_lines(self._lines)
         for name in kept & set(carried.input_names):
             self._pending[name] = list(carried._pending[name])
             self._pending_parts[name] = list(carried._pending_parts[name])
-        self._pending_records = [r for r in carried._pending_records if r.topic in kept]
+        self._pending_records = carried._pending_records.of_topics(kept)
         self._pending_empty = carried._pending_empty & kept
 
     # --- input ----------------------------------------------------------------------------
-    def enqueue(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+    def enqueue(
+        self, input_name: str, lines: list[str], records: Sequence[TestRecord]
+    ) -> None:
         self._pending[input_name].extend(lines)
+        self._pending_records.add(records)
+        if isinstance(records, RecordBlock):  # built when first read (no partitions)
+            self._pending_parts[input_name].extend(itertools.repeat(0, len(records)))
+            self._blocks.append(records)
+            records.share_lines(self._lines)
+            return
         self._pending_parts[input_name].extend(r.partition or 0 for r in records)
-        self._pending_records.extend(records)
         self._lines.update((id(record), line) for record, line in zip(records, lines, strict=True))
 
     # --- late records ---------------------------------------------------------------------
@@ -271,8 +282,7 @@ class QueryRunner:
             elif input_name in self._pending_empty:
                 stream.add_empty_batch()
         self._pending_empty.clear()
-        self._in_flight.extend(self._pending_records)
-        self._pending_records = []
+        self._in_flight.extend(self._pending_records.take())
 
     # --- triggers -------------------------------------------------------------------------
     @property
@@ -317,7 +327,7 @@ class QueryRunner:
                 )
         except _clock.QueryInactiveError:
             if self._retry is None:
-                self._retry = tuple(self._in_flight)
+                self._retry = tuple(self._in_flight)  # builds them: reported in the error
             if isinstance(self._sink.error, InjectedCrashError):
                 return self._recover_from_crash()
             cause = (
@@ -380,12 +390,14 @@ class QueryRunner:
             source.get("startOffset") != source.get("endOffset")
             for source in progress.get("sources") or ()
         )
-        consumed: tuple[TestRecord, ...] = ()
+        consumed = RecordQueue()
         if self._retry is not None:  # the retried batch reads what the failed one read
-            consumed, self._retry = (self._retry if num_input else ()), None
-            self._in_flight = self._in_flight[len(consumed):]
+            if num_input:
+                consumed.add(self._retry)
+                self._in_flight.drop_first(len(self._retry))
+            self._retry = None
         elif num_input:
-            consumed, self._in_flight = tuple(self._in_flight), []
+            consumed = self._in_flight.take()
         processing_time = from_ms(self.clock.now_ms)
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
@@ -418,7 +430,7 @@ class QueryRunner:
             processing_time=processing_time,
             watermark=_progress_watermark(progress) if has_wm else None,
             watermark_after=from_ms(self._watermark_ms) if has_wm else None,
-            input_records=consumed,
+            input_records=consumed.later(),  # type: ignore[arg-type]  # read as a tuple
             output_records=outputs,
             num_input_rows=num_input,
             new_data=new_data,

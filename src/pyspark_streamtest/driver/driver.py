@@ -465,7 +465,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         return self._history.batches
 
     # --- internals ------------------------------------------------------------------------
-    def _pipe(self, input_name: str, lines: list[str], records: list[TestRecord]) -> None:
+    def _pipe(self, input_name: str, lines: list[str], records: Sequence[TestRecord]) -> None:
         self._check_open()
         self._queries.pipe(input_name, lines, records)
 

@@ -6,7 +6,7 @@ Handles are made by :meth:`TopologyTestDriver.create_input_topic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
 from ..kafka.serdes import LOG_APPEND_TIME, Serializer
+from ._piped import RecordBlock
 from .topology import _InputSpec
 
 __tracebackhide__ = hide_our_frames
@@ -43,7 +44,7 @@ class InputLink:
 
     check_open: Callable[[], None]
     """Raises :class:`~pyspark_streamtest.errors.DriverClosedError` once closed."""
-    pipe: Callable[[str, list[str], list[TestRecord]], None]
+    pipe: Callable[[str, list[str], Sequence[TestRecord]], None]
     """Queues JSON lines (and their records) for every query reading the input."""
     pipe_empty: Callable[[str], None]
     """Queues an offset of zero rows for every query reading the input."""
@@ -231,16 +232,13 @@ class TestInputTopic:
         lines = self._columns.lines(values)
         if lines is None:
             return False
-        # The check made sure every value is a tuple with one item per column.
-        names, name = spec.encoder.names, spec.name
-        if spec.timestamp_column is None:
-            records = [TestRecord(value=dict(zip(names, value)), topic=name)  # noqa: B905
-                       for value in values]
-        else:  # every row has its event time (the check refused None)
-            at = names.index(spec.timestamp_column)
-            records = [TestRecord(value=dict(zip(names, value)),  # noqa: B905
-                                  timestamp=value[at], topic=name) for value in values]
-        self._link.pipe(name, lines, self._placed(records))
+        # The check made sure every value is a tuple with one item per column, and
+        # refused None in the event-time column: each row has its event time.
+        names, column = spec.encoder.names, spec.timestamp_column
+        at = None if column is None else names.index(column)
+        block = RecordBlock(values, names, at, spec.name, lines)
+        self._link.pipe(spec.name, lines, block if spec.partitions == 1 else self._placed(
+            list(block)))
         return True
 
     def pipe_key_value_list(
