@@ -69,12 +69,15 @@ def _row_path(encoder: StructEncoder, values: list[object]) -> list[str] | None:
 @given(st.data())
 def test_the_column_path_writes_the_row_paths_lines_or_steps_aside(data):
     odd = data.draw(st.sampled_from([0, 0, 2, 20]))  # in 100 cells, how many do not fit
-    values = data.draw(st.lists(_rows(FAST, odd), max_size=8))
+    # Repeated rows: a time on half the rows or more is written once (_timestamps).
+    values = data.draw(st.lists(_rows(FAST, odd), max_size=8)) * data.draw(st.sampled_from([1, 2]))
     expected = _row_path(StructEncoder(FAST), values)
     got = ColumnLines(FAST).lines(values)
     if got is not None:
         assert got == expected
     event("column path" if got is not None else "row path only")
+    times = len({v[6] for v in values if isinstance(v, tuple) and len(v) > 6})
+    event("times written once each" if got is not None and times * 2 <= len(values) else "-")
 
 
 def test_usual_rows_of_every_fast_type_take_the_column_path():

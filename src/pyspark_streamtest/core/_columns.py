@@ -70,7 +70,12 @@ def _timestamps(column: tuple[Any, ...]) -> Sequence[Any] | None:
         return None
     if not (min(column).year > 1 and max(column).year < 9999):
         return None
-    return list(map(_dt.datetime.isoformat, column))  # ASCII, nothing to escape
+    # ASCII, nothing to escape. A time repeated across rows (whole seconds, a burst of
+    # events) is written once: about 0.7 us a call, against 0.02 us a set/dict lookup.
+    distinct = set(column)
+    if len(distinct) * 2 > len(column):
+        return list(map(_dt.datetime.isoformat, column))
+    return list(map({time: time.isoformat() for time in distinct}.__getitem__, column))
 
 
 def _column_for(dtype: T.DataType) -> tuple[_Column, str] | None:
