@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cached_property
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -51,14 +52,25 @@ class Jvm:
     def none(self) -> JavaObject:
         return self.jvm.scala.Option.empty()
 
+    @cached_property
+    def _python_utils(self) -> JavaObject:
+        # Looked up once: the JVM view resolves a dotted name with one round trip per
+        # package (seven here), and a class's member with one more, on every use.
+        return self.jvm.org.apache.spark.api.python.PythonUtils
+
+    @cached_property
+    def to_seq(self) -> JavaObject:
+        """``PythonUtils.toSeq``: a ``java.util.List`` as a Scala ``Seq``."""
+        return self._python_utils.toSeq
+
     def seq(self, items: Iterable[Any]) -> JavaObject:
-        return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(list(items))
+        return self.to_seq(list(items))
 
     def scala_map(self, items: Mapping[str, str] | None = None) -> JavaObject:
         jmap = self.jvm.java.util.HashMap()
         for key, value in (items or {}).items():
             jmap.put(key, value)
-        return self.jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jmap)
+        return self._python_utils.toScalaMap(jmap)
 
 
 def java_error_text(error: BaseException) -> str:

@@ -71,8 +71,7 @@ class JsonMemoryStream:
     def add_empty_batch(self) -> None:
         """Append an offset with no rows (Spark's ``AddData(stream)`` with no data): the
         next trigger runs a data batch of zero rows."""
-        empty = self._jvm.jvm.java.util.ArrayList()
-        self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(empty))
+        self._stream.addData(self._jvm.seq([]))
         self.offset += 1
 
     def pad_to(self, offset: int | None) -> None:
@@ -85,7 +84,7 @@ class JsonMemoryStream:
     def add_json_lines(self, lines: list[str]) -> None:
         """Append rows (each one JSON object without newlines) as one offset."""
         jlist = self._newline.splitAsStream("\n".join(lines)).toList()
-        self._stream.addData(self._jvm.jvm.org.apache.spark.api.python.PythonUtils.toSeq(jlist))
+        self._stream.addData(self._jvm.to_seq(jlist))
         self.offset += 1
 
     def add_json_blocks(self, blocks: list[list[str]]) -> None:
