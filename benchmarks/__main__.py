@@ -16,7 +16,9 @@ Floors, measured first on the same warm session:
 
 And beside each step row, the same micro-batches run by Spark alone (``...: Spark alone``
 rows, ``benchmarks/_bare.py``): the same plan and sources with Spark's own JVM clock and
-memory sink; the step row's ``spark_alone`` is the driver's step over it.
+memory sink; the step row's ``spark_alone`` is the driver's step over it. The two are
+measured in turn, a driver step then a Spark-alone step, so that their ratio does not
+move with the machine's speed over the run.
 
 Every figure is a median over repeated steps after a warm-up. "Public API" rows drive the
 same pipeline the usual way: a JSON file source fed by writing files, a memory sink, and
@@ -43,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -144,6 +147,23 @@ BARE: dict[str, tuple[dict[str, str], Callable[..., DataFrame], int, str]] = {
 
 
 # --- measuring ----------------------------------------------------------------------------------
+def timed_pair(first: Callable[[], object], second: Callable[[], object], repeat: int,
+               warmup: int = 3) -> tuple[float, float]:
+    """Median seconds of ``first`` and of ``second``, run in turn ``repeat`` times after
+    ``warmup`` turns: a ratio of the two is not skewed by the machine's speed drifting
+    between one series and the next."""
+    for _ in range(warmup):
+        first()
+        second()
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for action, times in zip((first, second), samples, strict=True):
+            start = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - start)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
 def timed(action: Callable[[], object], repeat: int, warmup: int = 3) -> float:
     """Median seconds of ``action`` over ``repeat`` runs after ``warmup`` runs."""
     for _ in range(warmup):
@@ -192,11 +212,18 @@ def step_rows(clock: Clock, inputs: tuple[str, ...], rows: int = 10) -> dict[str
 
 def spark_alone(spark: SparkSession, name: str, steps: int) -> float:
     """Median seconds of the step ``name`` run by Spark alone (benchmarks/_bare.py)."""
+    with bare_step(spark, name) as step:
+        return timed(step, steps)
+
+
+@contextmanager
+def bare_step(spark: SparkSession, name: str) -> Iterator[Callable[[], None]]:
+    """The step ``name`` run by Spark alone (benchmarks/_bare.py), on a query kept open."""
     schemas, plan, batches, mode = BARE[name]
     query = BareQuery(spark, schemas, plan, batches=batches, output_mode=mode)
     clock = Clock()
     try:
-        return timed(lambda: query.step(query.lines(step_rows(clock, tuple(schemas)))), steps)
+        yield lambda: query.step(query.lines(step_rows(clock, tuple(schemas))))
     finally:
         query.close()
 
@@ -426,9 +453,10 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
         ("applyInPandasWithState step (10 rows)", "grouped-state"),
     ]:
         topology, inputs = PROFILED[key]
-        with TopologyTestDriver(topology, spark=spark) as driver:
-            seconds = timed(driver_step(driver, Clock(), inputs), steps)
-        alone = spark_alone(spark, key, steps)
+        with TopologyTestDriver(topology, spark=spark) as driver, \
+                bare_step(spark, key) as alone_step:
+            seconds, alone = timed_pair(driver_step(driver, Clock(), inputs), alone_step,
+                                        steps)
         driver_steps[name] = seconds
         record(name, seconds, floor, "trivial job", spark_alone=round(seconds / alone, 2))
         record(f"{name.split(' (')[0]}: Spark alone", alone, floor, "trivial job")
@@ -445,8 +473,8 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
         finally:
             query.close()
 
-    first = timed(new_driver_first_step, max(5, steps // 3), warmup=2)
-    first_alone = timed(bare_first_step, max(5, steps // 3), warmup=2)
+    first, first_alone = timed_pair(new_driver_first_step, bare_first_step, max(5, steps // 3),
+                                    warmup=2)
     record("new driver + first step + close", first, floor, "trivial job",
            spark_alone=round(first / first_alone, 2))
     record("new query + first step + stop: Spark alone", first_alone, floor, "trivial job")
@@ -470,18 +498,17 @@ def measure_steps(spark: SparkSession, args: Any, floor: float,
     bulk = Clock().rows(args.bulk_rows, keys=1000)
     create_df = timed(lambda: spark.createDataFrame(bulk, SCHEMA).count(), 3, warmup=1)
     print(f"floor: createDataFrame({args.bulk_rows} rows).count() = {create_df * 1000:.1f} ms")
-    with TopologyTestDriver(total_count, spark=spark) as driver:
-        topic = driver.create_input_topic("events")
-
-        def bulk_pipe() -> None:
-            topic.pipe_value_list(bulk)
-            driver.process_all_available()
-
-        piped = timed(bulk_pipe, 3, warmup=1)
     query = BareQuery(spark, {"events": SCHEMA}, total_plan, batches=1, output_mode="complete")
     try:
-        lines = query.lines({"events": bulk})  # made once: Spark's share of the step only
-        alone = timed(lambda: query.step(lines), 3, warmup=1)
+        with TopologyTestDriver(total_count, spark=spark) as driver:
+            topic = driver.create_input_topic("events")
+
+            def bulk_pipe() -> None:
+                topic.pipe_value_list(bulk)
+                driver.process_all_available()
+
+            lines = query.lines({"events": bulk})  # made once: Spark's share of the step
+            piped, alone = timed_pair(bulk_pipe, lambda: query.step(lines), 3, warmup=1)
     finally:
         query.close()
     record(f"bulk pipe of {args.bulk_rows} rows + the batch", piped, create_df, "createDataFrame",
