@@ -39,14 +39,15 @@ def _steps() -> list[list[tuple[object, ...]]]:
     ]
 
 
-def _run(topology_driver, as_dicts: bool):
-    driver = topology_driver(windowed_and_raw)
+def _run(topology_driver, as_dicts: bool, topology=windowed_and_raw):
+    """A driver that ran the steps, piped as whole tuples or as dicts."""
+    driver = topology_driver(topology)
     topic = driver.create_input_topic("in")
     for rows in _steps():
         topic.pipe_value_list([dict(zip(NAMES, row, strict=True)) for row in rows]
                               if as_dicts else rows)
         driver.advance_wall_clock(timedelta(seconds=1))
-    return driver.batches
+    return driver
 
 
 def test_whole_tuples_give_the_batches_dicts_give(topology_driver, monkeypatch):
@@ -59,9 +60,9 @@ def test_whole_tuples_give_the_batches_dicts_give(topology_driver, monkeypatch):
         return out
 
     monkeypatch.setattr(_columns.ColumnLines, "lines", spy)
-    by_columns = _run(topology_driver, as_dicts=False)
+    by_columns = _run(topology_driver, as_dicts=False).batches
     assert taken == [True] * 4
-    by_rows = _run(topology_driver, as_dicts=True)
+    by_rows = _run(topology_driver, as_dicts=True).batches
     assert taken == [True] * 4 + [False] * 4
 
     def seen(batches):
@@ -101,12 +102,7 @@ def one_partition(t: Topology) -> None:
 
 def test_records_built_when_read_are_the_records_the_row_path_builds(topology_driver):
     def run(as_dicts: bool):
-        driver = topology_driver(one_partition)
-        topic = driver.create_input_topic("in")
-        for rows in _steps():
-            topic.pipe_value_list([dict(zip(NAMES, row, strict=True)) for row in rows]
-                                  if as_dicts else rows)
-            driver.advance_wall_clock(timedelta(seconds=1))
+        driver = _run(topology_driver, as_dicts, one_partition)
         late = {name: [(r.batch_id, r.record.value, r.watermark)
                        for r in driver.late_records(name)] for name in ("counts", "shifted")}
         return driver.batches, late
