@@ -87,6 +87,6 @@ def test_the_queue_keeps_order_topics_and_lines_across_chunks():
     taken = queue.take()
     assert len(queue) == 0 and list(queue) == []
     later = taken.later()
-    assert len(later) == 5 and [r.value["k"] for r in later.records()] == list("abxyc")
+    assert [r.value["k"] for r in later.records()] == list("abxyc")
     taken.drop_first(3)
     assert [r.value["k"] for r in taken] == ["y", "c"] and len(taken) == 2

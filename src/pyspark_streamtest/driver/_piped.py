@@ -104,10 +104,6 @@ class RecordQueue:
     def __iter__(self) -> Iterator[TestRecord]:
         return chain.from_iterable(self._chunks)
 
-    @property
-    def chunks(self) -> tuple[Sequence[TestRecord], ...]:
-        return tuple(self._chunks)
-
     def take(self) -> RecordQueue:
         """All the records, leaving this queue empty."""
         taken = RecordQueue()
@@ -145,20 +141,16 @@ class RecordQueue:
 
     def later(self) -> Consumed:
         """The records, for a :class:`BatchRecord`, built when first read there."""
-        return Consumed(tuple(self._chunks), self._count)
+        return Consumed(tuple(self._chunks))
 
 
 class Consumed(LaterRecords):
     """A batch's input records from the chunks it consumed (see :class:`LaterRecords`)."""
 
-    __slots__ = ("_chunks", "_count")
+    __slots__ = ("_chunks",)
 
-    def __init__(self, chunks: tuple[Sequence[TestRecord], ...], count: int) -> None:
+    def __init__(self, chunks: tuple[Sequence[TestRecord], ...]) -> None:
         self._chunks = chunks
-        self._count = count
-
-    def __len__(self) -> int:
-        return self._count
 
     def records(self) -> tuple[TestRecord, ...]:
         return tuple(chain.from_iterable(self._chunks))
