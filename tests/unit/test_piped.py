@@ -86,7 +86,7 @@ def test_the_queue_keeps_order_topics_and_lines_across_chunks():
     assert [r.value["k"] for r in kept] == ["a", "b", "y"] and len(kept) == 3
     taken = queue.take()
     assert len(queue) == 0 and list(queue) == []
-    later = taken.later()
+    later = taken
     assert [r.value["k"] for r in later.records()] == list("abxyc")
     taken.drop_first(3)
     assert [r.value["k"] for r in taken] == ["y", "c"] and len(taken) == 2

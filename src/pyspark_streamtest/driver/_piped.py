@@ -47,7 +47,11 @@ class RecordBlock(Sequence[TestRecord]):
         if self._records is None:
             self._line_maps.append(line_map)
         else:
-            line_map.update(zip(map(id, self._records), self.lines, strict=True))
+            self._fill(line_map)
+
+    def _fill(self, line_map: dict[int, str]) -> None:
+        assert self._records is not None
+        line_map.update(zip(map(id, self._records), self.lines, strict=True))
 
     def records(self) -> list[TestRecord]:
         """The records, built on the first call."""
@@ -61,7 +65,7 @@ class RecordBlock(Sequence[TestRecord]):
                                             timestamp=row[at], topic=topic)
                                  for row in self._rows]
             for line_map in self._line_maps:
-                line_map.update(zip(map(id, self._records), self.lines, strict=True))
+                self._fill(line_map)
             self._line_maps = []
         return self._records
 
@@ -79,9 +83,10 @@ class RecordBlock(Sequence[TestRecord]):
         return iter(self.records())
 
 
-class RecordQueue:
+class RecordQueue(LaterRecords):
     """Records in the order they were piped, as chunks: lists of records or
-    :class:`RecordBlock` values still to be built."""
+    :class:`RecordBlock` values still to be built. A queue taken for a batch is that
+    batch's :class:`LaterRecords`."""
 
     __slots__ = ("_chunks", "_count")
 
@@ -139,18 +144,7 @@ class RecordQueue:
                              if r.topic == topic and id(r) in line_map)
         return lines
 
-    def later(self) -> Consumed:
-        """The records, for a :class:`BatchRecord`, built when first read there."""
-        return Consumed(tuple(self._chunks))
-
-
-class Consumed(LaterRecords):
-    """A batch's input records from the chunks it consumed (see :class:`LaterRecords`)."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self, chunks: tuple[Sequence[TestRecord], ...]) -> None:
-        self._chunks = chunks
-
     def records(self) -> tuple[TestRecord, ...]:
+        """The records, built where they were not (what a batch's ``input_records``
+        reads: a queue taken for a batch is not changed afterwards)."""
         return tuple(chain.from_iterable(self._chunks))

@@ -430,7 +430,7 @@ class QueryRunner:
             processing_time=processing_time,
             watermark=_progress_watermark(progress) if has_wm else None,
             watermark_after=from_ms(self._watermark_ms) if has_wm else None,
-            input_records=consumed.later(),  # type: ignore[arg-type]  # read as a tuple
+            input_records=consumed,  # type: ignore[arg-type]  # built when read, as a tuple
             output_records=outputs,
             num_input_rows=num_input,
             new_data=new_data,
