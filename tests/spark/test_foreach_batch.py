@@ -85,3 +85,30 @@ def test_the_function_must_be_callable(topology_driver):
 
     with pytest.raises(TopologyError, match="foreachBatch function must be callable"):
         topology_driver(topology)
+
+
+def test_a_batch_runs_once_its_function_sees_what_the_driver_records(topology_driver):
+    """Spark runs a foreachBatch batch's plan once (the sink's rows and the function's
+    DataFrame are one execution): numInputRows counts each record once, and a
+    non-deterministic column has the same values in the function and in the output."""
+    seen: list[str] = []
+
+    def remember(batch: DataFrame, batch_id: int) -> None:
+        seen.extend(row["id"] for row in batch.collect())
+        seen.extend(row["id"] for row in batch.collect())  # a second action reads the same
+
+    def topology(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING")
+        t.foreach_batch("audit", clicks.withColumn("id", F.expr("uuid()")), remember)
+        t.output("plain", t.input("views", schema="user STRING"))
+
+    driver = topology_driver(topology)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_value_list([{"user": u} for u in "abcd"])
+    driver.create_input_topic("views").pipe_value_list([{"user": u} for u in "abcd"])
+    ran = driver.process_all_available()
+
+    assert sorted((b.output, b.num_input_rows) for b in ran) == [("audit", 4), ("plain", 4)]
+    recorded = [r.value["id"] for r in driver.create_output_topic("audit").read_records_to_list()]
+    assert len(set(recorded)) == 4
+    assert seen == recorded + recorded

@@ -2,7 +2,8 @@
 
 For every micro-batch (no-data batches included) Spark calls ``apply(dataset,
 batch_id)`` on the stream thread; we collect the batch's rows once, which is the
-batch's only Spark job. The callback is also how the driver learns that a trigger
+batch's only Spark job (a ``foreachBatch`` function's frame is persisted for its call,
+so the function reads those rows, not a second execution). The callback is also how the driver learns that a trigger
 ran a batch, and which one.
 """
 
@@ -89,9 +90,10 @@ class CollectingSink:
                 raise InjectedCrashError(
                     f"crash_before_sink: batch {batch_id} failed before writing its sink")
             frame = wrap_dataframe(self._jvm, jds)
-            rows = frame.collect()
-            if self._then is not None:
-                self._then(frame, int(batch_id))
+            if self._then is None:
+                rows = frame.collect()
+            else:
+                rows = self._collect_then_call(frame, int(batch_id))
             if self.crash == "before_commit":
                 self.crash, self.crashed = None, rows
                 raise InjectedCrashError(
@@ -110,6 +112,23 @@ class CollectingSink:
         with self._lock:
             self._batches.append((int(batch_id), rows))
         return None
+
+    def _collect_then_call(self, frame: DataFrame, batch_id: int) -> list[Row]:
+        """Collect the batch's rows and call the user's function with its DataFrame, with
+        the batch's plan executed once: Spark's ``ForeachBatchSink`` hands the function a
+        frame over the batch's RDD, and every action on it runs the plan again (the source
+        counts its rows again in ``numInputRows``, ``uuid()`` or ``rand()`` draw again).
+        Persisting the frame for the call, as Spark's guide advises for a function that
+        uses its batch twice, makes the collect the one execution: the function reads
+        the rows the driver records. The cache goes when the call returns or raises."""
+        frame.persist()
+        try:
+            rows = frame.collect()
+            assert self._then is not None
+            self._then(frame, batch_id)
+        finally:
+            frame.unpersist()
+        return rows
 
     class Java:
         implements = ["scala.Function2"]
