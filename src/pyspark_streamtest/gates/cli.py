@@ -1,5 +1,7 @@
 """The ``pyspark-streamtest`` command.
 
+``--version``
+    Print ``pyspark-streamtest`` and the package's version (``pyspark_streamtest.__version__``).
 ``demo``
     Run the example topology on the canned clickstream and print the batch timeline
     (``--picture FILE.svg`` also draws it).
@@ -35,10 +37,13 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .. import __version__  # here, not at the top: the package may still be importing
+
     parser = argparse.ArgumentParser(
         prog="pyspark-streamtest",
         description="Deterministic tests for PySpark Structured Streaming.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
