@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Topology, write_timeline_picture
+from pyspark_streamtest import Topology, timeline_svg, write_timeline_picture
+from pyspark_streamtest.core.records import LAZY_FIELDS, field_known
 from tests.helpers import at
 
 CLICK = "user STRING, url STRING, at TIMESTAMP"
@@ -155,12 +157,51 @@ def test_the_picture_draws_records_at_the_event_time_parsed_from_the_value(
     clicks.pipe_input("b", click("b", 3), timestamp=at(0))
     raw.pipe_input("e", b"{not json", timestamp=at(0))
     driver.process_all_available()
-    assert all(b.input_event_times is None for b in driver.batches)  # not evaluated yet
+    assert not any(field_known(b, name) for b in driver.batches for name in LAZY_FIELDS)
     path = write_timeline_picture(driver.evaluate_event_times(), tmp_path / "clicks.svg")
     assert [b.input_event_times for b in driver.batches if b.input_records] == [
         (at(31),), (at(3), None)]  # the unparsable value never reaches the watermark
     assert [x.record.key for x in driver.batches[-1].late_records] == ["b"]
     assert "window it was dropped from" in Path(path).read_text(encoding="utf-8")
+
+
+def _dots(svg: str) -> list[float]:
+    """The heights (cy) of the input records' dots, in the order of the batches and
+    their records (the last circle is the legend's)."""
+    import xml.etree.ElementTree as ET
+
+    circles = ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}circle")
+    return [float(circle.get("cy")) for circle in circles][:-1]
+
+
+def test_the_picture_of_driver_batches_stands_records_at_their_parsed_event_time(
+        topology_driver):
+    driver = topology_driver(windowed)
+    clicks = json_topic(driver, "clicks")
+    clicks.pipe_input("a", click("a", 31), timestamp=at(0))  # Kafka timestamps: all 0 s
+    clicks.pipe_input("b", click("b", 40), timestamp=at(0))
+    driver.process_all_available()
+    clicks.pipe_input("c", click("c", 3), timestamp=at(0))   # late: behind watermark 30 s
+    driver.process_all_available()
+    batches = driver.batches
+    # driver.batches evaluated nothing (no Spark job until a picture reads them)
+    assert not any(field_known(b, name) for b in batches for name in LAZY_FIELDS)
+    a, b, c = _dots(timeline_svg(batches))  # the obvious call: evaluated on first read
+    assert b < a < c  # higher is later: 40 s, 31 s, 3 s (at their Kafka timestamp: level)
+    assert (a - b) / 9 == pytest.approx((c - a) / 28, rel=0.02)  # to scale
+    assert [b.input_event_times for b in batches if b.input_records] == [
+        (at(31), at(40)), (at(3),)]
+    assert [x.record.key for x in batches[-1].late_records] == ["c"]  # read by the picture
+    assert timeline_svg(batches) == timeline_svg(driver.evaluate_event_times())
+
+
+def test_event_times_and_late_records_first_read_after_close_are_none(topology_driver):
+    driver = topology_driver(windowed)
+    json_topic(driver, "clicks").pipe_input("a", click("a", 31), timestamp=at(0))
+    driver.process_all_available()
+    driver.close()
+    assert {b.input_event_times for b in driver.batches} == {None}  # records at timestamps
+    assert {b.late_records for b in driver.batches} == {None}  # not known
 
 
 def parsed_expiring(t: Topology) -> None:

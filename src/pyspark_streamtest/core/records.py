@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -121,6 +121,93 @@ class _InputRecords:
         obj.__dict__["_input_records"] = value
 
 
+class Later:
+    """A :class:`BatchRecord` field evaluated on its first read (``input_event_times``,
+    ``late_records``): the driver hands one to each batch it records. The first read
+    calls ``fill`` (the driver, while open, evaluates that field for every batch of the
+    output not evaluated yet, in one go, and :meth:`resolve` s each); a batch ``fill``
+    left unresolved (the driver closed, nothing to evaluate, or it cannot be) reads
+    None. Copies of a batch share it. Pickles as None (not evaluated)."""
+
+    __slots__ = ("_fill", "_value")
+
+    def __init__(self, fill: Callable[[], None]) -> None:
+        self._fill: Callable[[], None] | None = fill
+        self._value: Any = _UNRESOLVED
+
+    @property
+    def resolved(self) -> bool:
+        return self._value is not _UNRESOLVED
+
+    def resolve(self, value: Any) -> None:
+        self._value = value
+
+    def value(self) -> Any:
+        if self._value is _UNRESOLVED:
+            fill, self._fill = self._fill, None  # once, even if it raises
+            try:
+                if fill is not None:
+                    fill()
+            finally:
+                if self._value is _UNRESOLVED:
+                    self._value = None
+        return self._value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(None), ())
+
+    def __repr__(self) -> str:
+        return "<evaluated on first read>"
+
+
+_UNRESOLVED = object()
+
+
+class _LazyField:
+    """A :class:`BatchRecord` field that may hold a :class:`Later`, evaluated on the
+    first read (a data descriptor, as for ``input_records``)."""
+
+    def __init__(self, name: str) -> None:
+        self._key = f"_{name}"
+
+    def __get__(self, obj: BatchRecord | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__.get(self._key)
+        if isinstance(value, Later):
+            value = obj.__dict__[self._key] = value.value()
+        return value
+
+    def __set__(self, obj: BatchRecord, value: Any) -> None:
+        obj.__dict__[self._key] = value
+
+
+LAZY_FIELDS = ("input_event_times", "late_records")
+"""The fields of :class:`BatchRecord` the driver evaluates on their first read."""
+
+
+def raw_field(batch: BatchRecord, name: str) -> Any:
+    """``batch``'s lazy field ``name`` as stored, without evaluating a pending one."""
+    return batch.__dict__.get(f"_{name}")
+
+
+def field_known(batch: BatchRecord, name: str) -> bool:
+    """True when ``batch``'s lazy field ``name`` holds an evaluated value (not None)."""
+    raw = raw_field(batch, name)
+    if isinstance(raw, Later):
+        return raw.resolved and raw.value() is not None
+    return raw is not None
+
+
+def settle(batch: BatchRecord, name: str, value: Any) -> None:
+    """Give ``batch`` (and every copy sharing its pending value) its lazy field
+    ``name``: a :class:`Later` or the evaluated value. The batch stays the same object."""
+    raw = raw_field(batch, name)
+    if isinstance(raw, Later) and not isinstance(value, Later):
+        raw.resolve(value)
+    object.__setattr__(batch, name, value)  # through the descriptor
+
+
 @dataclass(frozen=True)
 class BatchRecord:
     """What one micro-batch of one output's query did.
@@ -153,16 +240,22 @@ class BatchRecord:
     of zero rows piped with ``pipe_empty_batch()``), False for a no-data batch; None
     when not known (a record built by hand: :attr:`is_data_batch` then looks at the
     input rows)."""
-    input_event_times: tuple[datetime | None, ...] | None = None
+    input_event_times: tuple[datetime | None, ...] | None = field(default=None, repr=False)
     """Per input record, the event time the query's ``withWatermark`` column holds for it
-    (None for a record it filtered out), when the driver evaluated it: the event time is
-    computed in the query (parsed from a Kafka value) and a late-records evaluation or a
-    picture asked for it. None otherwise: then a record's ``timestamp`` is its event
-    time."""
-    late_records: tuple[LateRecord, ...] | None = None
+    (None for a record it filtered out), where the query computes it (parsed from a Kafka
+    value). Evaluated on the first read of this field while the driver is open: one
+    Spark job per ``withWatermark`` for every batch of that output not evaluated yet
+    (nothing is evaluated for a driver whose batches nobody reads this way; a
+    batch's ``repr`` leaves it out). None where a record's ``timestamp`` is its event
+    time, or when it was first read after the driver closed (or cannot be evaluated):
+    then the records stand at their ``timestamp``."""
+    late_records: tuple[LateRecord, ...] | None = field(default=None, repr=False)
     """The input records this batch dropped as late (see :class:`LateRecord`), or None
     when the driver cannot tell exactly for this query
-    (:meth:`TopologyTestDriver.late_records` says why)."""
+    (:meth:`TopologyTestDriver.late_records` says why). Where the event time is
+    computed in the query, evaluated on the first read while the driver is open, as
+    :meth:`TopologyTestDriver.late_records` evaluates it (None when first read after the
+    driver closed); a batch's ``repr`` leaves it out."""
 
     @property
     def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:
@@ -193,3 +286,6 @@ class BatchRecord:
 
 # After @dataclass: the field keeps no default, and __init__ stores through the descriptor.
 setattr(BatchRecord, "input_records", _InputRecords())  # noqa: B010
+# These keep their default (None, in __init__'s signature) and store through it.
+for _name in LAZY_FIELDS:
+    setattr(BatchRecord, _name, _LazyField(_name))

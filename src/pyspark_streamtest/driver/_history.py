@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 
-from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..core.records import (
+    LAZY_FIELDS,
+    BatchRecord,
+    Later,
+    LateRecord,
+    TestRecord,
+    raw_field,
+    settle,
+)
 from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
@@ -21,7 +30,14 @@ class History:
     the start). Reading a record through any handle of a topic removes it from the
     queue; the batches keep it."""
 
-    def __init__(self, plain_outputs: Iterable[str]) -> None:
+    def __init__(self, plain_outputs: Iterable[str],
+                 fill: Callable[[], Callable[[str, str], None] | None] | None = None,
+                 ) -> None:
+        """With ``fill`` (a weak reference to the driver's filler: ``fill()`` gives it,
+        or None once the driver is gone), each batch's fields of ``LAZY_FIELDS`` not
+        known when it ran are evaluated on their first read: ``filler(field, output)``
+        evaluates that field for ``output``'s batches."""
+        self._fill_ref = fill
         self._batches: list[BatchRecord] = []
         self._queues: dict[str, deque[TestRecord]] = {name: deque() for name in plain_outputs}
         self._written: dict[str, list[TestRecord]] = {}
@@ -34,6 +50,9 @@ class History:
     def absorb(self, batches: Iterable[BatchRecord]) -> None:
         """Record ``batches`` and queue every record they wrote, per topic."""
         for batch in batches:
+            for name in LAZY_FIELDS if self._fill_ref is not None else ():
+                if raw_field(batch, name) is None:
+                    settle(batch, name, Later(partial(self._fill, name, batch.output)))
             self._batches.append(batch)
             for record in batch.output_records:
                 topic = record.topic
@@ -42,6 +61,11 @@ class History:
                     queue = self._queues[topic] = deque()
                 queue.append(record)
                 self._written.setdefault(topic, []).append(record)
+
+    def _fill(self, name: str, output: str) -> None:
+        filler = self._fill_ref() if self._fill_ref is not None else None
+        if filler is not None:
+            filler(name, output)
 
     @property
     def batches(self) -> tuple[BatchRecord, ...]:

@@ -4,7 +4,6 @@ counts and the records dropped as late. Reading never changes a query."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
 
 from pyspark.sql import SparkSession
@@ -13,7 +12,15 @@ from .._spark.late_rows import watermark_inputs
 from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
 from ..core.features import Feature, require_feature, supported_features
-from ..core.records import BatchRecord, LateRecord, StateOperatorMetrics
+from ..core.records import (
+    BatchRecord,
+    Later,
+    LateRecord,
+    StateOperatorMetrics,
+    field_known,
+    raw_field,
+    settle,
+)
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
 from ..state._late_evaluated import evaluate_event_times, evaluate_late
@@ -163,13 +170,13 @@ class StateAccess:
         pending: list[tuple[BatchRecord, datetime]] = []
         previous: datetime | None = None
         for batch in self._history.of_output(runner.name):
-            if batch.late_records is None:
+            if not field_known(batch, "late_records"):
                 pending.append((batch, previous or EPOCH))
             previous = batch.watermark
         if pending:  # one Spark job per operator input, for every batch not evaluated yet
             found = evaluate_late(output, operators, pending, runner.source_line, runner.reach)
             for batch, _ in pending:
-                self._history.replace(batch, replace(batch, late_records=found[id(batch)]))
+                settle(batch, "late_records", found[id(batch)])  # in place: held ones too
         return self._history.late_records(runner.name)
 
     def fill_event_times(self, output: str) -> None:
@@ -181,7 +188,7 @@ class StateAccess:
         if runner.late_known_per_batch or not runner.built.has_watermark:
             return
         pending = [b for b in self._history.of_output(runner.name)
-                   if b.input_event_times is None]
+                   if not field_known(b, "input_event_times")]
         if not pending:
             return
         found = evaluate_event_times(pending, watermark_inputs(runner.built.dataframe),
@@ -189,8 +196,25 @@ class StateAccess:
         if isinstance(found, str):
             raise InvalidArgumentError(
                 f"cannot evaluate the event time of output {output!r}'s records: {found}")
-        for batch in pending:
-            self._history.replace(batch, replace(batch, input_event_times=found[id(batch)]))
+        for batch in pending:  # in place: a batch a test holds reads them too
+            settle(batch, "input_event_times", found[id(batch)])
+
+    def fill_later(self, name: str, output: str) -> None:
+        """A batch's lazy field ``name`` (``input_event_times`` or ``late_records``) is
+        read for the first time: evaluate it for ``output``'s batches, as
+        :meth:`fill_event_times` and :meth:`late_records` do. What is not evaluated
+        (nothing to evaluate, or it cannot be) reads None, and is not tried again on
+        the next read."""
+        try:
+            if name == "input_event_times":
+                self.fill_event_times(output)
+            elif not self._queries.runner(output).late_known_per_batch:
+                self.late_records(output)
+        finally:
+            for batch in self._history.of_output(output):
+                raw = raw_field(batch, name)
+                if isinstance(raw, Later) and not raw.resolved:
+                    settle(batch, name, None)
 
     def restarted(self) -> None:
         """The queries (re)started: :meth:`assert_num_state_rows` sums from here on, as

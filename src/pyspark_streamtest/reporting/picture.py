@@ -2,9 +2,14 @@
 
 Each micro-batch is a column at its processing time (x). In it:
 
-* every input record the batch read is a dot at its event time (y), one colour per input;
+* every input record the batch read is a dot at its event time (y), one colour per input:
+  where the query computes the event time (parsed from a Kafka value), the one its
+  ``withWatermark`` column holds (:attr:`~pyspark_streamtest.BatchRecord.input_event_times`,
+  evaluated by the driver on the picture's first read while the driver is open), else
+  the record's timestamp;
 * records a stateful operator dropped as late are red crosses (where the driver knows
-  them exactly: :attr:`~pyspark_streamtest.BatchRecord.late_records`);
+  them exactly: :attr:`~pyspark_streamtest.BatchRecord.late_records`, evaluated the
+  same way);
 * every row the batch emitted with a window (a ``start``/``end`` struct) is a green bar
   spanning the window's event time, labelled with the row's other fields (cut to fit);
   a faint grey band shows the window open, from the first batch that read a record in
