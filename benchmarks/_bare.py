@@ -30,11 +30,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
 from pyspark_streamtest._spark.checkpoint import local_checkpoint_conf
+from pyspark_streamtest._spark.conf import scoped_sql_conf
 from pyspark_streamtest._spark.jvm import Jvm
 from pyspark_streamtest._spark.memory_stream import JsonMemoryStream
 from pyspark_streamtest._spark.query import start_query
 from pyspark_streamtest.core._values import StructEncoder
-from pyspark_streamtest.driver._runner import scoped_sql_conf
 
 _INTERVAL_MS = 1000
 _TIMEOUT_S = 60.0

@@ -29,6 +29,7 @@ __all__ = [
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "NotASparkSessionError",
+    "OracleMismatchError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "SparkDiedError",
@@ -177,6 +178,12 @@ class StateStoreError(StreamTestError, LookupError):
 
 class NotASparkSessionError(StreamTestError, TypeError):
     """``spark=`` was given something that is not a SparkSession."""
+
+
+class OracleMismatchError(StreamTestError, AssertionError):
+    """With the differential oracle on (``--streamtest-oracle``), a batch the driver ran
+    differs from the same batch run by Spark alone: the message names the output, the
+    batch and the first field that differs, with both values."""
 
 
 class SparkDiedError(StreamTestError, RuntimeError):

@@ -43,6 +43,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/property-tests.md",
     "how-to/ci-gates.md",
     "how-to/compare-dataframes.md",
+    "how-to/compare-tools.md",
 }
 MIN_BLOCKS = 15
 

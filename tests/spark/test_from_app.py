@@ -204,7 +204,8 @@ def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
     session = spark.newSession()  # not the default session: the job still gets it
     with TopologyTestDriver.from_app(job, spark=session) as driver:
         assert driver.output_names == ("noop",)
-    assert got == [session]
+    # (the differential oracle calls the job once more, for its query run by Spark alone)
+    assert got and all(s is session for s in got)
     assert spark.range(3).count() == 3  # the test's session is still alive
     assert spark.conf.get("spark.sql.shuffle.partitions") == partitions
 

@@ -30,7 +30,7 @@ def start_query(
     checkpoint: str,
     output_mode: str,
     trigger_interval_ms: int,
-    clock: ManualClock,
+    clock: ManualClock | JavaObject,
     sink: JavaObject,
 ) -> JavaObject:
     """Start ``df`` as a micro-batch query; returns the JVM StreamingQuery (wrapper).

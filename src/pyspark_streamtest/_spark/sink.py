@@ -3,8 +3,8 @@
 For every micro-batch (no-data batches included) Spark calls ``apply(dataset,
 batch_id)`` on the stream thread; we collect the batch's rows once, which is the
 batch's only Spark job (a ``foreachBatch`` function's frame is persisted for its call,
-so the function reads those rows, not a second execution). The callback is also how the driver learns that a trigger
-ran a batch, and which one.
+so the function reads those rows, not a second execution). The callback is also how
+the driver learns that a trigger ran a batch, and which one.
 """
 
 from __future__ import annotations

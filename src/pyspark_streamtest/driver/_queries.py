@@ -26,6 +26,7 @@ from ..errors import (
 from ..kafka._broker import Broker
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
+from ._twin import ALONE_SUFFIX
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -90,7 +91,10 @@ class Queries:
         for runner in self.runners:
             query = saved.queries.get(runner.name)
             if query is not None:
-                copy_checkpoint(os.path.join(saved.path, query["folder"]), runner.checkpoint,
+                source = os.path.join(saved.path, query["folder"])
+                copy_checkpoint(source, runner.checkpoint, new_query_id=not carried)
+                # (the differential oracle's query run by Spark alone, if it was on)
+                copy_checkpoint(source + ALONE_SUFFIX, runner.checkpoint + ALONE_SUFFIX,
                                 new_query_id=not carried)
                 runner.resume(query, carried.get(runner.name))
 

@@ -7,16 +7,15 @@ watermark) into immutable :class:`BatchRecord` values.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
-
-from pyspark.sql import SparkSession
 
 from .._spark import clock as _clock
 from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
+from .._spark.conf import scoped_sql_conf
 from .._spark.incompatible import incompatibility
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.late_rows import OperatorInput, Reached, rows_reaching
@@ -40,6 +39,7 @@ from ..errors import (
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from ._piped import RecordBlock, RecordQueue
+from ._twin import ALONE_SUFFIX, Twin, oracle_enabled
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -60,6 +60,16 @@ class QueryRunner:
         self._query_name = f"streamtest-{self.name}-{next(_QUERY_SERIALS)}"
         # The driver's checkpoint settings first, so the user's sql_conf can override them.
         self._sql_conf = {**local_checkpoint_conf(jvm), **(sql_conf or {})}
+        self._twin: Twin | None = None
+        if built.rebuild is not None and oracle_enabled():
+            # The differential oracle: the same query run by Spark alone, fed the same
+            # offsets through the streams (see _twin.py).
+            with scoped_sql_conf(jvm.spark, self._sql_conf):
+                self._twin = Twin(
+                    jvm, built.rebuild, output=built.spec.name,
+                    name=f"spark-alone-{self._query_name}", checkpoint=checkpoint + ALONE_SUFFIX,
+                    output_mode=built.spec.output_mode, timeout_s=timeout_s)
+            built = replace(built, streams=self._twin.tee(built.streams))
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._time_columns = dict(built.time_columns)
@@ -125,7 +135,7 @@ class QueryRunner:
                 f"{_error_text(error).strip().splitlines()[0]}"
             ) from error
         self._shadow = None
-        ran = self.finish_trigger(0)
+        ran = self.finish_trigger(0, first=True)
         if self._forced_ms is not None and (
             query_watermark_ms(stream_execution(self._jquery)) < self._forced_ms
         ):
@@ -134,6 +144,8 @@ class QueryRunner:
             force_query_watermark(
                 stream_execution(self._jquery), self._forced_ms, self.next_batch_id
             )
+            if self._twin is not None:
+                self._twin.force_watermark(self._forced_ms, self.next_batch_id)
         return ran
 
     def _start_query(self) -> Any:
@@ -163,6 +175,9 @@ class QueryRunner:
             unload_providers(self._jvm, jquery, self.checkpoint)
         # The stream thread has ended: nothing in the JVM calls the clock or sink again.
         forget_proxies(self._jvm.gateway, self.clock, self._sink)
+        if self._twin is not None:
+            with scoped_sql_conf(self._jvm.spark, self._sql_conf):
+                self._twin.stop(self.checkpoint, self.last_batch)
 
     # --- upgrades ---------------------------------------------------------------------------
     def saved(self) -> dict[str, Any]:
@@ -182,6 +197,8 @@ class QueryRunner:
         same output, in an upgrade in place: its records not yet committed (a failed
         batch awaiting its retry, records handed over but not run) and its queued ones
         go on in this query, as a topic's records outlive a deploy."""
+        if self._twin is not None:  # Spark alone goes on from its own copy (see _twin.py)
+            self._twin.resume()
         committed = last_committed(self.checkpoint)
         last_id = last_logged(self.checkpoint)
         logged = None if last_id is None else logged_batch(self.checkpoint, last_id)
@@ -312,13 +329,17 @@ class QueryRunner:
     def force_watermark(self, ms: int) -> None:
         """Set the query's watermark (and the shadow's) to ``ms``; the query is idle."""
         force_query_watermark(stream_execution(self._jquery), ms, self.next_batch_id)
+        if self._twin is not None:
+            self._twin.force_watermark(ms, self.next_batch_id)
         if self._shadow is not None:
             self._shadow.force(ms)
         self._watermark_ms = ms
         self._forced_ms = ms
 
-    def finish_trigger(self, wait_calls_before: int) -> list[BatchRecord]:
-        """Wait until the trigger(s) let run have finished; return the batches they ran."""
+    def finish_trigger(self, wait_calls_before: int, *, first: bool = False
+                       ) -> list[BatchRecord]:
+        """Wait until the trigger(s) let run have finished; return the batches they ran.
+        ``first``: the trigger Spark runs when the query starts."""
         assert self.clock is not None and self._sink is not None
         try:
             with spending("batches"):
@@ -326,6 +347,9 @@ class QueryRunner:
                     wait_calls_before + 1, self._jquery.isActive, self._timeout_s
                 )
         except _clock.QueryInactiveError:
+            if self._twin is not None:
+                self._twin.drop("a batch failed" if not isinstance(
+                    self._sink.error, InjectedCrashError) else "a crash injected by the test")
             if self._retry is None:
                 self._retry = tuple(self._in_flight)  # builds them: reported in the error
             if isinstance(self._sink.error, InjectedCrashError):
@@ -350,9 +374,16 @@ class QueryRunner:
                 f"within {self._timeout_s:.0f} s; raise the driver's timeout= if the batch is "
                 "legitimately slow"
             ) from None
-        batches = [self._record(batch_id, rows) for batch_id, rows in self._sink.take_batches()]
-        count_batches(len(batches))
-        return batches
+        ran = [(self._record(batch_id, rows), rows) for batch_id, rows in self._sink.take_batches()]
+        count_batches(len(ran))
+        if self._twin is not None:
+            with scoped_sql_conf(self._jvm.spark, self._sql_conf):
+                if first:
+                    assert self.clock is not None
+                    self._twin.start(self.clock.now_ms, ran)
+                else:
+                    self._twin.after_trigger(ran)
+        return [record for record, _ in ran]
 
     # --- injected crashes ------------------------------------------------------------------
     def arm_crash(self, kind: str) -> None:
@@ -466,26 +497,3 @@ def _error_text(error: BaseException) -> str:
     if getattr(error, "java_exception", None) is not None:
         return java_error_text(error)
     return f"{type(error).__name__}: {error}".strip()
-
-
-@contextmanager
-def scoped_sql_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
-    """Set ``conf`` on the session while a query starts, then put the old values back.
-
-    A streaming query copies the session's settings when it is created (its own cloned
-    session), so settings made here apply to that query only.
-    """
-    if not conf:
-        yield
-        return
-    saved = {key: spark.conf.get(key, None) for key in conf}
-    try:
-        for key, value in conf.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)

@@ -26,6 +26,7 @@ from ..errors import (
     hide_our_frames,
 )
 from ._runner import QueryRunner
+from ._twin import ALONE_SUFFIX
 
 __tracebackhide__ = hide_our_frames
 
@@ -63,6 +64,10 @@ def save_checkpoint(
     for index, runner in enumerate(runners):
         folder = f"{index}-{safe_file_name(runner.name)}"
         copy_checkpoint(runner.checkpoint, os.path.join(path, folder))
+        # With the differential oracle on, the checkpoint of the query Spark alone runs
+        # beside it (see _twin.py), so a driver made from this one goes on comparing.
+        copy_checkpoint(runner.checkpoint + ALONE_SUFFIX,
+                        os.path.join(path, folder + ALONE_SUFFIX))
         queries[runner.name] = {"folder": folder, **runner.saved()}
     manifest = {"format": _FORMAT, "pyspark": pyspark_version, "time_ms": now_ms,
                 "queries": queries, "broker": dict(broker)}

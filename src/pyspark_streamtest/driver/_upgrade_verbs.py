@@ -11,12 +11,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .._spark.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
 from ._history import History
 from ._queries import Queries
-from ._runner import scoped_sql_conf
 from ._time_control import TimeControl
 from .topology import TopologyFunction, _BuiltOutput, _InputSpec, build_topology
 

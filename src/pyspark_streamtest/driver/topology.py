@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -110,6 +111,9 @@ class _BuiltOutput:
     sources: tuple[str, ...] = ()
     """The input each of the query's sources reads, in Spark's source order (the order
     of the offset log's lines: the plan's streaming leaves, left to right)."""
+    rebuild: Callable[[], _BuiltOutput] | None = field(default=None, compare=False)
+    """The same output built again by the topology function, over sources of its own
+    (the differential oracle runs it by Spark alone)."""
 
 
 class Topology:
@@ -447,8 +451,13 @@ def build_topology(
                 )
             output = again._built_output(name)
         claimed |= reads
-        built.append(output)
+        built.append(replace(output, rebuild=partial(_rebuilt, function, spark, jvm, name)))
     return first._inputs, built
+
+
+def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
+             name: str) -> _BuiltOutput:
+    return _call(function, spark, jvm)._built_output(name)
 
 
 def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm) -> Topology:
