@@ -29,6 +29,7 @@ from .errors import (
     NaiveDatetimeError,
     NoSuchRecordError,
     NotASparkSessionError,
+    OracleMismatchError,
     SchemaMismatchError,
     SparkConnectNotSupportedError,
     SparkDiedError,
@@ -78,6 +79,7 @@ __all__ = [
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "NotASparkSessionError",
+    "OracleMismatchError",
     "OutputMismatchError",
     "ScenarioError",
     "SchemaMismatchError",
@@ -114,3 +116,11 @@ __all__ = [
     "timeline_svg",
     "write_timeline_picture",
 ]
+
+# The public exceptions show by their name on this face: a failure's first line reads
+# "pyspark_streamtest.OutputMismatchError: ...", not the module the class is defined in.
+# Pickle finds a class by that module and its name, and every name of __all__ is here.
+for _name in __all__:
+    if isinstance(_value := globals()[_name], type) and issubclass(_value, BaseException):
+        _value.__module__ = __name__
+del _name, _value

@@ -34,19 +34,21 @@ _JVM_DIED_IN = pytest.StashKey[str]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Note which drivers the test makes; refuse to run a Spark test once the shared
-    session's JVM has died (naming the test it died in)."""
+    session's JVM has died (naming the test it died in, or the test it died before
+    when it died between tests)."""
     __tracebackhide__ = True
     from .core import _open_drivers
 
     item.stash[_FIRST_SERIAL] = _open_drivers.next_serial()
-    died_in = item.config.stash.get(_JVM_DIED_IN, None)
-    if died_in is not None and {"spark", "topology_driver"} & set(
-        getattr(item, "fixturenames", ())
-    ):
+    if not {"spark", "topology_driver"} & set(getattr(item, "fixturenames", ())):
+        return
+    _note_jvm_death(item, where=f"between tests, before {item.nodeid}")
+    died = item.config.stash.get(_JVM_DIED_IN, None)
+    if died is not None:
         from .errors import SparkDiedError
 
         raise SparkDiedError(
-            f"the Spark JVM of this test run died during {died_in}; this test needs Spark "
+            f"the Spark JVM of this test run died {died}; this test needs Spark "
             "and cannot run. Find out why the JVM died there (killed, out of memory), "
             "then run the tests again"
         )
@@ -72,7 +74,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         result = yield
     finally:  # a failing teardown still gets its leaked drivers closed
         left = _close_left_open(item)
-        _note_jvm_death(item)
+        _note_jvm_death(item, where=f"during {item.nodeid}")
         _forget_runs()
     if not left:
         return result
@@ -94,15 +96,15 @@ def _forget_runs() -> None:
         runs.clear_run_cache()
 
 
-def _note_jvm_death(item: pytest.Item) -> None:
-    """Remember the first test after which the shared session's JVM is gone."""
+def _note_jvm_death(item: pytest.Item, *, where: str) -> None:
+    """Remember where the shared session's JVM was first found gone."""
     session = item.config.stash.get(_SESSION, None)
     if session is None or _JVM_DIED_IN in item.config.stash:
         return
     from ._spark.liveness import jvm_is_gone
 
     if jvm_is_gone(session):
-        item.config.stash[_JVM_DIED_IN] = item.nodeid
+        item.config.stash[_JVM_DIED_IN] = where
 
 
 def _close_left_open(item: pytest.Item) -> list[str]:

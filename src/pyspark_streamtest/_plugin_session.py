@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -81,34 +81,53 @@ def _parse_conf(items: list[str]) -> dict[str, str]:
     return conf
 
 
-def _shared_session(config: pytest.Config) -> SparkSession:
-    """The test session's SparkSession, made on first use and stopped when pytest ends
-    (shared by the ``spark`` fixture and scenario files)."""
-    if _SESSION not in config.stash:
-        from pyspark import SparkContext
+def install_session_defaults(config: pytest.Config) -> None:
+    """Make this run's options the defaults of every session the library creates while
+    it lasts (the ``spark`` fixture, a driver made without ``spark=``,
+    ``test_spark_session()``), and adopt the first one made as the run's session."""
+    from ._spark import session_defaults
 
+    undo = session_defaults.install(lambda: _session_defaults(config),
+                                    lambda session: _adopt(config, session))
+    config.add_cleanup(undo)
+
+
+def _session_defaults(config: pytest.Config) -> Any:
+    from ._spark.session_defaults import SessionDefaults
+
+    workers = _xdist_workers(config)
+    master = _spark_master(config, workers)
+    conf = _parse_conf(config.getoption("--spark-conf"))
+    if master.startswith("spark://") and workers > 1:
+        # Each xdist worker's application takes a share of the cluster's cores, or
+        # the first would take them all and the others wait for it to end.
+        conf = {"spark.cores.max": "2", "spark.executor.cores": "1", **conf}
+    return SessionDefaults(
+        master=master,
+        conf=conf,
+        jvm_logs=bool(config.getoption("--streamtest-jvm-logs")),
+        jvm_options=_jvm_options(config, workers),
+    )
+
+
+def _adopt(config: pytest.Config, session: SparkSession) -> None:
+    """A session the library created with this run's defaults is the run's: the
+    ``spark`` fixture's, watched by the guards, stopped when pytest ends."""
+    if _SESSION not in config.stash:
+        config.stash[_SESSION] = session
+    config.add_cleanup(lambda: _stop_session(session))
+
+
+def _shared_session(config: pytest.Config) -> SparkSession:
+    """The test session's SparkSession, made on first use (with this run's options,
+    see :func:`install_session_defaults`) and stopped when pytest ends if this run made
+    it (shared by the ``spark`` fixture and scenario files)."""
+    if _SESSION not in config.stash:
         from .core.session import test_spark_session
 
-        # A context that exists already (made by the user, or by an outer pytest run in
-        # this process) is not ours to stop; the active session is per thread, the
-        # context is per process.
-        existed = SparkContext._active_spark_context is not None
-        workers = _xdist_workers(config)
-        master = _spark_master(config, workers)
-        conf = _parse_conf(config.getoption("--spark-conf"))
-        if master.startswith("spark://") and workers > 1:
-            # Each xdist worker's application takes a share of the cluster's cores, or
-            # the first would take them all and the others wait for it to end.
-            conf = {"spark.cores.max": "2", "spark.executor.cores": "1", **conf}
-        session = test_spark_session(
-            master=master,
-            conf=conf,
-            jvm_logs=config.getoption("--streamtest-jvm-logs"),
-            jvm_options=_jvm_options(config, workers),
-        )
-        config.stash[_SESSION] = session
-        if not existed:  # a session someone else made is theirs to stop
-            config.add_cleanup(lambda: _stop_session(session))
+        # The active session, if any (made by the user, or by an outer pytest run in
+        # this process), is not ours to stop: then no adoption happens.
+        config.stash[_SESSION] = test_spark_session()
     return config.stash[_SESSION]
 
 

@@ -3,11 +3,14 @@
 Fixtures:
 
 ``spark``
-    A session-scoped, test-tuned local SparkSession (see
+    A session-scoped, test-tuned SparkSession (see
     :func:`pyspark_streamtest.test_spark_session`), created on first use. Options:
-    ``--spark-master`` (default ``local[2]``), ``--spark-conf KEY=VALUE`` (repeatable)
-    and ``--streamtest-jvm-logs`` (the JVM's warnings and stack traces, for debugging).
-    A ``spark`` fixture of your own (in a conftest) takes precedence.
+    ``--streamtest-master`` / ``--spark-master`` / ``$STREAMTEST_MASTER`` (default
+    ``local[2]``), ``--spark-conf KEY=VALUE`` (repeatable) and ``--streamtest-jvm-logs``
+    (the JVM's warnings and stack traces, for debugging). They are the defaults of every
+    session the library creates during the run: a driver made without ``spark=`` (or
+    ``test_spark_session()``) creates this same session, on the master the report
+    header names. A ``spark`` fixture of your own (in a conftest) takes precedence.
 
 ``topology_driver``
     A factory: ``topology_driver(topology, **options)`` (or
@@ -83,12 +86,14 @@ from ._plugin_factory import DriverFactory
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
 from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
+from ._plugin_oracle import add_oracle_options, register_oracle
 from ._plugin_session import (
     _java_version,
     _jvm_options,
     _shared_session,
     _spark_master,
     _xdist_workers,
+    install_session_defaults,
 )
 from .core._files import safe_file_name
 from .errors import hide_our_frames
@@ -144,9 +149,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="Let the 'spark' fixture's JVM log warnings and errors with their stack "
-        "traces (default: errors only, one line each, none for failures a driver reports).",
+        "traces, and PySpark its JSON logs of errors (default: errors only, one line each, "
+        "none for failures a driver reports).",
     )
     add_durations_option(group)
+    add_oracle_options(group)
     group.addoption(
         "--streamtest-update-golden",
         action="store_true",
@@ -157,6 +164,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     register_durations(config)
+    register_oracle(config)
+    install_session_defaults(config)
     config.addinivalue_line(
         "markers",
         "streamtest_determinism(runs=3): run the test body several times and fail if the "
@@ -225,6 +234,15 @@ def topology_driver(
     yield DriverFactory(spark, made)
     for driver in made:
         driver.close()
+    from ._spark.liveness import jvm_is_gone
+
+    if jvm_is_gone(spark):  # nothing to ask the JVM; the guards fail later Spark tests
+        from .errors import SparkDiedError
+
+        raise SparkDiedError(
+            f"the Spark JVM died during {request.node.nodeid} (killed, out of memory); "
+            "its drivers are closed, and the tests after it that need Spark cannot run"
+        )
     # Queries the test started itself, outside any driver (a driver's queries are named
     # streamtest-*; drivers left open are the plugin's guard's to close and report).
     # Those run on Spark's own clock, so stop() returns.

@@ -7,6 +7,7 @@ session) and reads its report as a user would see it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 
 import pytest
 
@@ -81,9 +82,10 @@ def test_a_failed_assert_values_shows_the_test_line_and_a_wrapped_diff(pytester)
     result.assert_outcomes(failed=1)
     report = _failure_section(result)
     text = "\n".join(report)
-    assert "pyspark_streamtest" not in text.replace("pyspark_streamtest.core.equality", "")
-    assert "OutputMismatchError: output 'users': 1 values expected, 1 read; 1 differ" in text
+    assert "pyspark_streamtest" not in text.replace("pyspark_streamtest.OutputMismatchError", "")
     errors = [line for line in report if line.startswith("E ")]
+    assert errors[0] == ("E       pyspark_streamtest.OutputMismatchError: output 'users': "
+                         "1 values expected, 1 read; 1 differ (wide values: a field per line)")
     # Below the line naming the error, no line is wider than 100 (and pytest's "E   ").
     assert max(len(line) for line in errors[1:]) <= 112, text
     assert sum(line.startswith("test_diff.py:") for line in report) == 1  # the test's line
@@ -107,21 +109,54 @@ def test_a_bug_of_ours_keeps_our_frames(pytester):
     assert hide_our_frames(None) is False
 
 
+_CAST = """
+    from pyspark.sql import functions as F
+
+    def casts(t):  # ANSI mode (Spark 4's default): "abc" cannot be cast, the batch fails
+        rows = t.input("rows", schema="s STRING")
+        t.output("ints", rows.select(F.col("s").cast("int").alias("i")))
+
+    def test_cast_fails(topology_driver):
+        driver = topology_driver(casts, sql_conf={"spark.sql.ansi.enabled": "true"})
+        driver.create_input_topic("rows").pipe_input(("abc",))
+        driver.process_all_available()
+"""
+
+
+def test_a_failing_ansi_cast_is_reported_without_pyspark_s_json_logs(pytester):
+    """PySpark 4 logs each captured error with a DataFrame context as a JSON line with
+    the JVM stack (about 10 KB); the driver's report says it all, so quiet logs drop it.
+    A child pytest: a process where PySpark makes its loggers during the test, as in a
+    user's run (the failing test's report shows its captured stderr)."""
+    pytester.makepyfile(test_cast=_CAST)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                           timeout=240)
+    result.assert_outcomes(failed=1)
+    text = "\n".join(result.stdout.lines + result.stderr.lines)
+    assert "StreamingQueryFailedError: the query of output 'ints' failed in batch 0" in text
+    assert "[CAST_INVALID_INPUT] The value 'abc'" in text
+    assert "DataFrameQueryContextLogger" not in text
+    assert max(len(line) for line in result.stdout.lines + result.stderr.lines) < 1000
+
+
 def test_jvm_logs_bring_back_spark_s_own_reports_with_stack_traces(pytester):
     """``--streamtest-jvm-logs`` (a session of its own: a child pytest with its own JVM)
-    logs the task's exception with its JVM stack trace, for debugging."""
+    logs the task's exception with its JVM stack trace, for debugging, and on PySpark 4
+    PySpark's JSON log of an error's DataFrame context."""
     pytester.makepyfile(test_poison=_TOPOLOGY + """
     def test_poison_pill(spark):
         with TopologyTestDriver(clicks, spark=spark) as driver:
             driver.create_input_topic("clicks").pipe_input(("poison", "/home"))
             driver.process_all_available()
-    """)
+    """, test_cast=_CAST)
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
                                            "--streamtest-jvm-logs", timeout=240)
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     text = "\n".join(result.stdout.lines)
     assert "ERROR Executor: Exception in task" in text
     assert "at org.apache.spark." in text
+    if importlib.util.find_spec("pyspark.logger") is not None:  # PySpark 4.0+
+        assert '"logger": "DataFrameQueryContextLogger"' in text
 
 
 def test_a_failing_test_of_a_job_shows_its_timeline_and_refusals_read_well(pytester):

@@ -94,6 +94,78 @@ def test_kill_mid_batch(spark, monkeypatch):
     result.assert_outcomes(passed=1)
 
 
+def test_the_jvm_killed_between_tests_gives_typed_errors_never_a_connection_error(pytester):
+    # conftest: the JVM dies after test_first has ended (torn down, its driver closed),
+    # before the next test starts, as the OOM killer would while the run is idle.
+    pytester.makeconftest("""
+import os
+import signal
+
+from pyspark.sql import SparkSession
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if nodeid.endswith("::test_first"):
+        proc = SparkSession.getActiveSession().sparkContext._gateway.proc
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+""")
+    pytester.makepyfile(test_between=_TOPOLOGY + """
+
+def test_first(topology_driver):
+    driver = topology_driver(counts)
+    driver.create_input_topic("clicks").pipe_input(("a",))
+    driver.process_all_available()
+
+
+def test_next(topology_driver):
+    raise AssertionError("must not run: the JVM died before it")
+
+
+def test_without_spark():
+    assert 1 + 1 == 2
+""")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                           timeout=300)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_next*",
+        "*SparkDiedError: the Spark JVM of this test run died between tests, before "
+        "test_between.py::test_next; this test needs Spark and cannot run*",
+    ])
+    result.stdout.no_fnmatch_line("*ConnectionRefusedError*")
+
+
+def test_the_jvm_killed_while_a_test_s_driver_is_idle_fails_its_teardown_typed(pytester):
+    pytester.makepyfile(test_idle=_TOPOLOGY + """
+
+def test_kill_while_idle(spark, topology_driver):
+    driver = topology_driver(counts)
+    driver.create_input_topic("clicks").pipe_input(("a",))
+    driver.process_all_available()
+    kill_jvm(spark)
+    spark.sparkContext._gateway.proc.wait(timeout=60)
+    with pytest.raises(SparkDiedError, match="the Spark JVM of this session is gone"):
+        topology_driver(counts)  # not a TopologyError about a refused connection
+    # the test ends without touching Spark again: its teardown reports the death
+
+
+def test_needs_spark_afterwards(spark):
+    raise AssertionError("must not run: the JVM is gone")
+""")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                           timeout=300)
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_kill_while_idle*",
+        "*SparkDiedError: the Spark JVM died during test_idle.py::test_kill_while_idle*",
+        "*ERROR at setup of test_needs_spark_afterwards*",
+        "*SparkDiedError: the Spark JVM of this test run died during "
+        "test_idle.py::test_kill_while_idle; this test needs Spark*",
+    ])
+    result.stdout.no_fnmatch_line("*ConnectionRefusedError*")
+
+
 # --- faults in this run's JVM: each is a typed error, and nothing is left running ---------
 def _counts(t):
     clicks = t.input("clicks", schema="user STRING")

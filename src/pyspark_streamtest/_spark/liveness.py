@@ -8,7 +8,7 @@ from typing import Any
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import SparkSession
 
-from ..errors import hide_our_frames
+from ..errors import SparkDiedError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
@@ -45,3 +45,14 @@ def jvm_is_gone(spark: SparkSession, error: BaseException | None = None) -> bool
     except (Py4JError, OSError):
         return True
     return False
+
+
+def ensure_alive(spark: SparkSession) -> None:
+    """Raise :class:`SparkDiedError` if ``spark``'s JVM has exited (before the first
+    call into it would fail with a connection error)."""
+    if jvm_is_gone(spark):
+        raise SparkDiedError(
+            "the Spark JVM of this session is gone (killed, crashed, out of memory); "
+            "nothing that needs Spark can run in this process any more. Find out why "
+            "it died, then run again"
+        )

@@ -10,9 +10,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
+from . import session_defaults
+from .python_logs import quiet_query_context_logs
 from .versions import check_pyspark_version
 
 __tracebackhide__ = hide_our_frames
@@ -44,19 +47,27 @@ SHARED_CORES_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 def build_test_session(
     *,
-    master: str = "local[2]",
+    master: str | None = None,
     conf: Mapping[str, str] | None = None,
-    jvm_logs: bool = False,
-    jvm_options: str = "",
+    jvm_logs: bool | None = None,
+    jvm_options: str | None = None,
 ) -> SparkSession:
-    """Get or create the test-tuned session (see :func:`pyspark_streamtest.test_spark_session`)."""
+    """Get or create the test-tuned session (see :func:`pyspark_streamtest.test_spark_session`).
+
+    Arguments left out (``None``) take the defaults in force (:mod:`.session_defaults`:
+    ``local[2]``, or the pytest plugin's options); ``conf`` adds to the default settings."""
     check_pyspark_version()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    defaults, created = session_defaults.current()
+    jvm_logs = defaults.jvm_logs if jvm_logs is None else jvm_logs
+    quiet_query_context_logs(not jvm_logs)  # PySpark's own error logs follow the JVM's
     active = SparkSession.getActiveSession()
     if active is not None:
         ensure_classic_session(active)
         return active
+    master = defaults.master if master is None else master
+    jvm_options = defaults.jvm_options if jvm_options is None else jvm_options
     _share_import_paths_with_workers()
     warehouse = tempfile.mkdtemp(prefix="pyspark-streamtest-warehouse-")
     atexit.register(shutil.rmtree, warehouse, True)
@@ -68,11 +79,17 @@ def build_test_session(
     settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, [log_option, jvm_options]))
     if not master.startswith("local"):  # executors in processes of their own
         settings.update(cluster_conf(log_option))
+    settings.update(defaults.conf)
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    # A context of this process made elsewhere (another thread's session) is not ours.
+    ours = SparkContext._active_spark_context is None
+    session = builder.getOrCreate()
+    if ours and created is not None:
+        created(session)
+    return session
 
 
 def cluster_conf(log_option: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ the class / overload exist" over "which version is this".
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -85,6 +86,19 @@ def check_pyspark_version(version: str = pyspark.__version__) -> None:
             f"PySpark {version} is not supported: pyspark-streamtest needs PySpark 3.5 or "
             "later (3.5, 4.0, 4.1, 4.2 and 4.3 are tested). Upgrade pyspark."
         )
+
+
+def query_context_loggers() -> list[logging.Logger]:
+    """PySpark's loggers of an error's query context (4.0+: every captured JVM error
+    with a DataFrame or SQL context logs itself, with its JVM stack, as one JSON line on
+    stderr); none on 3.5. Made as PySpark makes them (a plain logger of that name would
+    break PySpark's calls with their extra fields)."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark 3.5: no such logging
+        return []
+    return [PySparkLogger.getLogger(name)
+            for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger")]
 
 
 def capabilities(jvm: Jvm) -> Capabilities:

@@ -16,10 +16,10 @@ __all__ = ["SHARED_CORES_JVM_OPTIONS", "TEST_CONF", "test_spark_session"]
 
 def test_spark_session(
     *,
-    master: str = "local[2]",
+    master: str | None = None,
     conf: Mapping[str, str] | None = None,
-    jvm_logs: bool = False,
-    jvm_options: str = "",
+    jvm_logs: bool | None = None,
+    jvm_options: str | None = None,
 ) -> SparkSession:
     """Return the active session, or create a local one tuned for tests.
 
@@ -29,11 +29,19 @@ def test_spark_session(
     active session is returned unchanged (static settings cannot change on a running
     session).
 
+    ``master`` defaults to ``local[2]``. Under the pytest plugin, every argument left
+    out takes the run's option instead (``--streamtest-master`` / ``--spark-master`` /
+    ``$STREAMTEST_MASTER``, ``--spark-conf`` settings, to which ``conf`` adds,
+    ``--streamtest-jvm-logs``), as does a driver made without ``spark=``: the session
+    runs on the master the report header names, and it is the ``spark`` fixture's.
+
     Quiet logs: the JVM logs errors only, one line each, without stack traces, and not
     the task, job and query failures a driver reports itself as a
-    :class:`~pyspark_streamtest.StreamingQueryFailedError`. ``jvm_logs=True`` (pytest:
+    :class:`~pyspark_streamtest.StreamingQueryFailedError`; PySpark 4's JSON log lines
+    of errors with a query context (an ANSI cast's ``CAST_INVALID_INPUT``, with the whole
+    JVM stack) are dropped, process-wide. ``jvm_logs=True`` (pytest:
     ``--streamtest-jvm-logs``) logs warnings and errors of every logger with their JVM
-    stack traces instead, for debugging.
+    stack traces, and those JSON lines, instead, for debugging.
 
     ``jvm_options`` are added to the driver JVM's command line (``-XX:...``, ``-D...``)
     when this call starts the JVM; a ``spark.driver.extraJavaOptions`` entry in ``conf``

@@ -3,7 +3,9 @@ deterministically. The work is done by the collaborators it delegates to."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -13,7 +15,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from .._spark.conf import scoped_sql_conf
 from .._spark.jvm import Jvm
+from .._spark.liveness import ensure_alive
+from .._spark.python_logs import quiet_query_context_logs
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
 from ..app import App, AppSettings, app_topology
@@ -30,7 +35,6 @@ from ._frames import records_frame
 from ._history import History
 from ._lifecycle import Lifecycle
 from ._queries import Queries, check_sql_conf
-from ._runner import scoped_sql_conf
 from ._saved import SavedCheckpoint, load_checkpoint, start_ms
 from ._state_access import StateAccess
 from ._state_verbs import StateVerbs
@@ -171,6 +175,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         self._app_settings = None
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
+        ensure_alive(session)  # a dead JVM is SparkDiedError, not a connection error
+        quiet_query_context_logs()  # the driver reports a failed batch's error itself
         self._spark = session
         jvm = Jvm(session)
         capabilities(jvm)
@@ -188,7 +194,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         they belong to the current run)."""
         run = self._run
         self._broker = Broker() if run.saved is None else Broker.from_json(run.saved.broker)
-        self._history = History(n for n, b in self._outputs.items() if b.spec.kafka is None)
+        self._history = History((n for n, b in self._outputs.items() if b.spec.kafka is None),
+                                fill=weakref.WeakMethod(self._fill_later))
         self._queries = Queries(  # removes its checkpoint folder if it fails
             run.jvm, self._outputs.values(), checkpoint_root=run.checkpoint_root,
             interval_ms=run.interval_ms, timeout_ms=run.timeout_ms, sql_conf=run.sql_conf,
@@ -453,8 +460,9 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         Kafka value): ``BatchRecord.input_event_times`` and ``late_records``, as
         :meth:`late_records` evaluates them (one small Spark job per ``withWatermark``
         and per stateful operator input, once). What cannot be evaluated stays None.
-        Draw them with ``write_timeline_picture(driver.evaluate_event_times(), path)``:
-        each record then stands at the event time its query uses."""
+        ``driver.batches`` give the same on the first read of a batch's
+        ``input_event_times`` or ``late_records`` (what a picture of them reads) while
+        the driver is open; this evaluates every output's at once."""
         self._check_open()
         for output in self.output_names:
             try:
@@ -465,6 +473,13 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         return self._history.batches
 
     # --- internals ------------------------------------------------------------------------
+    def _fill_later(self, name: str, output: str) -> None:
+        """A batch's ``input_event_times`` or ``late_records`` is read for the first time:
+        evaluate it for ``output``'s batches while the driver is open (else None)."""
+        if not self._closed:
+            with contextlib.suppress(StreamTestError):  # None: BatchRecord says what it means
+                self._state.fill_later(name, output)
+
     def _pipe(self, input_name: str, lines: list[str], records: Sequence[TestRecord]) -> None:
         self._check_open()
         self._queries.pipe(input_name, lines, records)
