@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -43,7 +44,9 @@ def test_a_valid_file_loads_into_steps(tmp_path):
     assert scenario.steps[2].args["to"] == datetime(2024, 1, 1, 0, 1, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize(("edit", "where"), [
+# The documented mistakes: an edit of GOOD, and the start of the error it gives.
+# test_scenario_schema.py checks that the JSON Schema refuses each of them too.
+MISTAKES = [
     (("        - {value: {user: a, url: /}, timestamp: +1s}", "        - {key: a}"),
      "s.streamtest.yaml:8: steps[0].pipe.records[0]: 'value' is required"),
     (("advance_wall_clock: 1m30s", "advance_wall_clock: soon"),
@@ -62,7 +65,20 @@ def test_a_valid_file_loads_into_steps(tmp_path):
     (("      topic: clicks\n", "      topic: clicks\n      topic: again\n"),
      "s.streamtest.yaml:7: steps[0].pipe.topic: given twice"),
     (("  - process", "  - process: [1"), "s.streamtest.yaml:13: not valid YAML"),
-])
+    (("  - process", "  - process: now"),
+     "s.streamtest.yaml:12: steps[4].process: 'process' takes no arguments"),
+    (("values: []", "values: [], table: {}"),
+     "s.streamtest.yaml:13: steps[5].expect: give exactly one of 'values', 'key_values'"),
+    (("  - restart", "  - expect_state_rows: {total: -1}"),
+     "s.streamtest.yaml:11: steps[3].expect_state_rows.total: must be a whole number >= 0"),
+    (("  - restart", "  - expect_late: {output: counts}"),
+     "s.streamtest.yaml:11: steps[3].expect_late: 'count' is required"),
+    (("start_time: 2024-01-01T00:00:00Z", "inputs: {clicks: {value_serde: json}}"),
+     "s.streamtest.yaml:3: inputs.clicks.value_serde: unknown; use key_serializer"),
+]
+
+
+@pytest.mark.parametrize(("edit", "where"), MISTAKES)
 def test_errors_give_file_line_and_field(tmp_path, edit, where):
     old, new = edit
     assert old in GOOD
@@ -77,6 +93,52 @@ def test_json_files_are_read_with_lines_too(tmp_path):
     text = '{\n  "topology": "m:f",\n  "steps": [\n    "process",\n    {"expect": {"topic": "t"}}\n  ]\n}\n'
     with pytest.raises(ScenarioError, match=r"^s\.streamtest\.json:5: steps\[1\]\.expect: give exactly one of"):
         load_scenario(write(tmp_path, text, "s.streamtest.json"))
+
+
+def test_every_mistake_of_a_file_is_reported_at_once(tmp_path):
+    text = (GOOD.replace("        - {value: {user: a, url: /}, timestamp: +1s}",
+                         "        - {key: a, timestamp: +1s}")
+            .replace("advance_wall_clock: 1m30s", "advance_wall_clock: soon")
+            .replace("  - restart", "  - rewind"))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, text))
+    assert str(caught.value).splitlines() == [
+        "s.streamtest.yaml:8: steps[0].pipe.records[0]: 'value' is required "
+        "(null for a tombstone)",
+        "s.streamtest.yaml:9: steps[1].advance_wall_clock: 'soon' is not a duration; "
+        "write e.g. 500ms, 1s, 2m, 1h or 1m30s",
+        "s.streamtest.yaml:11: steps[3]: unknown step 'rewind'; steps are "
+        "advance_wall_clock, advance_watermark_to, expect, expect_late, "
+        "expect_state_rows, expect_watermark, pipe, process, restart",
+    ]
+    error = caught.value
+    assert (error.file, error.line, error.field) == (
+        "s.streamtest.yaml", 8, "steps[0].pipe.records[0]")
+    assert [(e.line, e.field) for e in error.errors] == [
+        (8, "steps[0].pipe.records[0]"), (9, "steps[1].advance_wall_clock"),
+        (11, "steps[3]")]
+    assert error.errors[1].reason.startswith("'soon' is not a duration")
+    back = pickle.loads(pickle.dumps(error))
+    assert str(back) == str(error) and len(back.errors) == 3
+
+
+def test_errors_are_listed_in_the_file_s_order_with_the_key_s_line(tmp_path):
+    text = ("steps:\n"
+            "  - expect:\n"
+            "      values: []\n"
+            "      topic: 3\n"
+            "name: 5\n"
+            "nmae: x\n"
+            "name: again\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, text))
+    assert [str(e) for e in caught.value.errors] == [
+        "s.streamtest.yaml:4: steps[0].expect.topic: must be a non-empty string",
+        "s.streamtest.yaml:5: name: must be a string",
+        "s.streamtest.yaml:6: nmae: unknown field; known: description, inputs, name, "
+        "outputs, start_time, steps, topology, trigger_interval",
+        "s.streamtest.yaml:7: name: given twice",
+    ]
 
 
 def test_a_file_needs_steps(tmp_path):

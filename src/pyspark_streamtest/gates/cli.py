@@ -6,9 +6,14 @@
     Run the example topology on the canned clickstream and print the batch timeline
     (``--picture FILE.svg`` also draws it).
 ``run SCENARIO... [--topology mod:func] [--junitxml FILE] [--timeline-dir DIR]``
-    Run scenario files (:mod:`pyspark_streamtest.scenario`); print PASS/FAIL per file
-    with the difference and the timeline of each failure. Exit status 0 when every
-    scenario passed, 1 when any failed or a file is invalid, 2 for a usage error.
+    Run scenario files (:mod:`pyspark_streamtest.scenario`) without pytest; print
+    PASS/FAIL per file with the difference and the timeline of each failure (ERROR and
+    every mistake of an invalid file). Exit status 0 when every scenario passed, 1 when
+    any failed or a file is invalid, 2 for a usage error. ``--junitxml`` is this
+    command's own report; where pytest runs the files, pytest's ``--junitxml`` is.
+``scenario-schema``
+    Print the JSON Schema (draft 2020-12) of scenario files, for editors; the package
+    ships the same text as ``pyspark_streamtest/gates/scenario.schema.json``.
 ``check-determinism SCENARIO... [--runs N] [--cpu-load K] [--topology mod:func]``
     Run each scenario N times (default 3), with K busy processes competing for the CPU
     meanwhile, and compare the batch histories (batches, watermarks, records in and
@@ -23,6 +28,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -37,13 +43,14 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .. import __version__  # here, not at the top: the package may still be importing
-
+    # The installed distribution's version: what pyproject reads from the package's
+    # __version__ (imported from here, the face would be an import running back up).
+    version = importlib.metadata.version("pyspark-streamtest")
     parser = argparse.ArgumentParser(
         prog="pyspark-streamtest",
         description="Deterministic tests for PySpark Structured Streaming.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
@@ -55,9 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     run.add_argument("--topology", metavar="MODULE:FUNCTION",
                      help="the topology function (overrides the files' 'topology')")
-    run.add_argument("--junitxml", metavar="FILE", help="write a JUnit XML report to FILE")
+    run.add_argument("--junitxml", metavar="FILE",
+                     help="write a JUnit XML report to FILE (under pytest, use pytest's "
+                     "own --junitxml instead)")
     run.add_argument("--timeline-dir", metavar="DIR",
                      help="write an SVG timeline picture of each failing scenario to DIR")
+    commands.add_parser(
+        "scenario-schema", help="print the JSON Schema of scenario files (for editors)")
     gate = commands.add_parser(
         "check-determinism",
         help="run scenarios several times and fail if any run differs (exit 0/1)")
@@ -130,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return _run(args)
+    if args.command == "scenario-schema":
+        from ._scenario_schema import scenario_schema_text
+
+        sys.stdout.write(scenario_schema_text())
+        return 0
     if args.command == "cluster":
         return _cluster(args)
     if args.runs < 2:
@@ -160,7 +176,7 @@ def _run(args: Any) -> int:
             result = run_scenario(scenario, topology=args.topology)
         except ScenarioError as error:
             invalid += 1
-            print(f"ERROR {path}\n  {error}")
+            print(f"ERROR {path}\n{_indent(str(error))}")
             results.append(invalid_result(path, error))
             continue
         results.append(result)
@@ -207,7 +223,7 @@ def _check_determinism(args: Any) -> int:
                     histories.append(scenario_history(result))
                     outcomes.append(result)
             except ScenarioError as error:
-                print(f"ERROR {path}\n  {error}")
+                print(f"ERROR {path}\n{_indent(str(error))}")
                 status = 1
                 continue
             differing = next((i for i, h in enumerate(histories) if h != histories[0]), None)

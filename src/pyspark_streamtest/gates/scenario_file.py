@@ -70,16 +70,19 @@ unquoted) or ``+DURATION`` after ``start_time``. Expected values compare as in
 :func:`~pyspark_streamtest.assert_values_equal`; strings that are ISO instants with a
 zone compare equal to the same instant.
 
-Errors in a file raise :class:`ScenarioError` with the file, line and field
+Errors in a file raise one :class:`ScenarioError` listing every error found, one a line,
+in the file's order, each with the file, line and field
 (``late.streamtest.yaml:14: steps[2].pipe.records[0]: 'value' is required``); an error
-while a step runs names the step's line too.
+while a step runs names the step's line too. The fields and their values are defined
+once, in :mod:`._scenario_schema`, which also makes the JSON Schema of the format
+(``pyspark-streamtest scenario-schema``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -88,6 +91,17 @@ from typing import Any
 from ..core.records import TestRecord
 from ..core.time import DEFAULT_START_TIME
 from ..errors import StreamTestError, hide_our_frames
+from ._scenario_schema import (
+    TOP,
+    CheckError,
+    ListOf,
+    Obj,
+    Spec,
+    StepKind,
+    Steps,
+    Value,
+    parse_duration,
+)
 
 __tracebackhide__ = hide_our_frames
 
@@ -106,17 +120,32 @@ DEFAULT_START = DEFAULT_START_TIME
 
 class ScenarioError(StreamTestError, ValueError):
     """A scenario file is invalid, or a step could not run. ``file``, ``line`` and
-    ``field`` say where (``line`` is 1-based; None when unknown)."""
+    ``field`` say where (``line`` is 1-based; None when unknown).
+
+    An invalid file raises one error for all its mistakes: its message has one line per
+    mistake (``file:line: field: message``), in the file's order; ``file``, ``line``,
+    ``field`` and ``reason`` are the first's, and ``errors`` lists them all, each a
+    :class:`ScenarioError` of its own."""
 
     def __init__(self, message: str, *, file: str = "", line: int | None = None,
-                 field: str = "") -> None:
+                 field: str = "", more: Sequence[ScenarioError] = ()) -> None:
         where = file + (f":{line}" if line is not None else "")
         prefix = ": ".join(part for part in (where, field) if part)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        text = f"{prefix}: {message}" if prefix else message
+        super().__init__("\n".join([text, *(str(error) for error in more)]))
         self.file = file
         self.line = line
         self.field = field
         self.reason = message
+        self.more = tuple(more)
+
+    @property
+    def errors(self) -> tuple[ScenarioError, ...]:
+        """Every error of the file, each on its own, in the file's order."""
+        if not self.more:
+            return (self,)
+        first = ScenarioError(self.reason, file=self.file, line=self.line, field=self.field)
+        return (first, *self.more)
 
 
 @dataclass(frozen=True)
@@ -147,19 +176,32 @@ class Scenario:
 
 # --- loading with line numbers ---------------------------------------------------------------
 class _Located:
-    """Python data from a YAML document, and the line of every path in it."""
+    """Python data from a YAML document, the line of every path in it, and the errors
+    found so far."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.lines: dict[str, int] = {}
+        self.errors: list[ScenarioError] = []
 
-    def error(self, path: str, message: str) -> ScenarioError:
-        line = self.lines.get(path)
+    def error(self, path: str, message: str, line: int | None = None) -> ScenarioError:
+        """Note an error at ``path`` (on ``line``, else the line of the nearest path
+        known)."""
+        line = line or self.lines.get(path)
         probe = path
         while line is None and probe:
             probe = re.sub(r"(\.[^.\[\]]+|\[\d+\])$", "", probe)
             line = self.lines.get(probe)
-        return ScenarioError(message, file=self.file, line=line, field=path)
+        error = ScenarioError(message, file=self.file, line=line, field=path)
+        self.errors.append(error)
+        return error
+
+    def raise_errors(self) -> None:
+        """Raise one :class:`ScenarioError` for every error noted, in the file's order."""
+        if self.errors:
+            first, *more = sorted(self.errors, key=lambda e: (e.line is None, e.line or 0))
+            raise ScenarioError(first.reason, file=first.file, line=first.line,
+                                field=first.field, more=more)
 
 
 def _read_document(path: Path) -> tuple[Any, _Located]:
@@ -195,13 +237,16 @@ def _construct(loader: Any, node: Any, path: str, located: _Located) -> Any:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
             if not isinstance(key, str):
-                raise located.error(path, f"keys must be strings, got {key!r}")
+                located.error(path, f"keys must be strings, got {key!r}", line)
+                continue
             child = f"{path}.{key}" if path else key
             if key in out:
-                located.lines[child] = key_node.start_mark.line + 1
-                raise located.error(child, "given twice")
+                located.error(child, "given twice", line)
+                continue
             out[key] = _construct(loader, value_node, child, located)
+            located.lines[child] = line  # errors name the key's line
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(loader, item, f"{path}[{i}]", located)
@@ -209,227 +254,150 @@ def _construct(loader: Any, node: Any, path: str, located: _Located) -> Any:
     return loader.construct_object(node, deep=True)
 
 
-# --- validation -------------------------------------------------------------------------------
-_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)")
-_UNITS = {"ms": timedelta(milliseconds=1), "s": timedelta(seconds=1),
-          "m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1)}
-_TOP = {"name", "description", "topology", "start_time", "trigger_interval", "inputs",
-        "outputs", "steps"}
-_STEPS: dict[str, tuple[set[str], set[str]]] = {
-    # kind: (required keys, optional keys) for mapping arguments
-    "pipe": ({"topic", "records"}, set()),
-    "advance_watermark_to": ({"to"}, {"output"}),
-    "expect": ({"topic"}, {"values", "key_values", "table", "ignore_order"}),
-    "expect_watermark": ({"at"}, {"output"}),
-    "expect_state_rows": (set(), {"output", "total", "updated", "removed",
-                                  "dropped_by_watermark"}),
-    "expect_late": ({"count"}, {"output"}),
-}
-_BARE = {"process", "restart"}
-_RECORD_KEYS = {"value", "key", "timestamp", "headers", "partition"}
-
-
-def parse_duration(value: Any) -> timedelta:
-    """``500ms``, ``1s``, ``2m``, ``1h``, ``1d``, or combinations like ``1m30s``."""
-    if isinstance(value, str):
-        text = value.replace(" ", "")
-        parts = _DURATION.findall(text)
-        if parts and "".join(n + u for n, u in parts) == text:
-            return sum((int(n) * _UNITS[u] for n, u in parts), timedelta(0))
-    raise ValueError(f"{value!r} is not a duration; write e.g. 500ms, 1s, 2m, 1h or 1m30s")
-
-
-def _parse_time(value: Any, start: datetime) -> datetime:
-    if isinstance(value, str) and value.startswith("+"):
-        return start + parse_duration(value[1:])
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(
-                f"{value!r} is not a time; write an ISO instant with a zone "
-                "(2024-01-01T00:00:01Z) or +DURATION after start_time (+5s)") from None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"{value.isoformat()} has no time zone; add Z (UTC) or +HH:MM")
-        return value
-    raise ValueError(f"{value!r} is not a time; write e.g. 2024-01-01T00:00:01Z or +5s")
+# --- validation: a walk over the table of fields (._scenario_schema) ------------------------
+_INVALID: Any = object()
 
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; :class:`ScenarioError` names file, line, field."""
+    """Read and validate a scenario file; one :class:`ScenarioError` names every error
+    of the file, each with its file, line and field."""
     source = Path(path)
     data, at = _read_document(source)
     if not isinstance(data, dict):
-        raise at.error("", "a scenario is a mapping with 'steps' (and 'topology', ...)")
-    for key in data:
-        if key not in _TOP:
-            raise at.error(key, f"unknown field; known: {', '.join(sorted(_TOP))}")
-
-    def checked(path: str, function: Callable[[Any], Any], value: Any) -> Any:
-        try:
-            return function(value)
-        except (ValueError, TypeError) as error:
-            raise at.error(path, str(error)) from None
-
-    start = DEFAULT_START
-    if "start_time" in data:
-        start = checked("start_time", lambda v: _parse_time(v, DEFAULT_START), data["start_time"])
-    interval = timedelta(seconds=1)
-    if "trigger_interval" in data:
-        interval = checked("trigger_interval", parse_duration, data["trigger_interval"])
-    topology = data.get("topology")
-    if topology is not None and (not isinstance(topology, str) or ":" not in topology):
-        raise at.error("topology", f"{topology!r} must be 'module:function'")
-    for section in ("name", "description"):
-        if section in data and not isinstance(data[section], str):
-            raise at.error(section, "must be a string")
-    serdes: dict[str, dict[str, Mapping[str, str]]] = {}
-    for section, allowed in (("inputs", {"key_serializer", "value_serializer"}),
-                             ("outputs", {"key_deserializer", "value_deserializer"})):
-        table = data.get(section, {})
-        if not isinstance(table, dict):
-            raise at.error(section, "must map topic names to their settings")
-        for topic, settings in table.items():
-            where = f"{section}.{topic}"
-            if not isinstance(settings, dict):
-                raise at.error(where, f"must be a mapping with {' and/or '.join(sorted(allowed))}")
-            for key, value in settings.items():
-                if key not in allowed:
-                    raise at.error(f"{where}.{key}", f"unknown; use {', '.join(sorted(allowed))}")
-                if not isinstance(value, str):
-                    raise at.error(f"{where}.{key}", "must be a name such as string or json")
-        serdes[section] = table
-    steps_data = data.get("steps")
-    if not isinstance(steps_data, list) or not steps_data:
-        raise at.error("steps" if "steps" in data else "", "'steps' must be a non-empty list")
-    steps = tuple(_step(at, f"steps[{i}]", raw, start) for i, raw in enumerate(steps_data))
+        at.error("", TOP.not_mapping)
+        at.raise_errors()
+    walk = _Walk(at)
+    loaded = walk.value(TOP, data, "")
+    at.raise_errors()
+    serdes = {section: {topic: dict(settings) for topic, settings in
+                        loaded.get(section, {}).items()} for section in ("inputs", "outputs")}
     return Scenario(
-        name=data.get("name") or source.name.split(".")[0],
+        name=loaded.get("name") or source.name.split(".")[0],
         path=str(source),
-        topology=topology,
-        start_time=start,
-        trigger_interval=interval,
-        steps=steps,
-        description=data.get("description", ""),
+        topology=loaded.get("topology"),
+        start_time=walk.start,
+        trigger_interval=loaded.get("trigger_interval", timedelta(seconds=1)),
+        steps=tuple(loaded["steps"]),
+        description=loaded.get("description", ""),
         inputs=serdes["inputs"],
         outputs=serdes["outputs"],
     )
 
 
-def _step(at: _Located, path: str, raw: Any, start: datetime) -> Step:
-    line = at.lines.get(path)
-    kinds = ", ".join(sorted([*_BARE, "advance_wall_clock", *_STEPS]))
-    if isinstance(raw, str):
-        if raw not in _BARE:
-            raise at.error(path, f"unknown step {raw!r}; steps are {kinds}")
-        return Step(raw, {}, line, path)
-    if not isinstance(raw, dict) or len(raw) != 1:
-        raise at.error(path, f"a step is one of {kinds}, written as 'kind: arguments'")
-    ((kind, args),) = raw.items()
-    where = f"{path}.{kind}"
+class _Walk:
+    """Validates data against a spec of the table, noting every error on the way."""
 
-    def fail(message: str, sub: str = "") -> ScenarioError:
-        return at.error(f"{where}.{sub}" if sub else where, message)
+    def __init__(self, at: _Located) -> None:
+        self.at = at
+        self.start = DEFAULT_START
 
-    if kind in _BARE:
-        if args not in (None, True, {}):
-            raise fail(f"'{kind}' takes no arguments")
-        return Step(kind, {}, line, path)
-    if kind == "advance_wall_clock":
-        try:
-            return Step(kind, {"delta": parse_duration(args)}, line, path)
-        except ValueError as error:
-            raise fail(str(error)) from None
-    if kind not in _STEPS:
-        raise at.error(path, f"unknown step {kind!r}; steps are {kinds}")
-    if kind == "advance_watermark_to" and not isinstance(args, dict):
-        args = {"to": args}
-    if kind == "expect_watermark" and not isinstance(args, dict):
-        args = {"at": args}
-    if not isinstance(args, dict):
-        raise fail("needs a mapping of arguments")
-    required, optional = _STEPS[kind]
-    for key in args:
-        if key not in required | optional:
-            raise fail(f"unknown argument; '{kind}' takes {', '.join(sorted(required | optional))}",
-                       key)
-    missing = sorted(required - set(args))
-    if missing:
-        raise fail(f"'{missing[0]}' is required")
-    out = dict(args)
-    for key in ("topic", "output"):
-        if key in out and (not isinstance(out[key], str) or not out[key]):
-            raise fail("must be a non-empty string", key)
-    try:
-        if kind == "advance_watermark_to":
-            out["to"] = _parse_time(args["to"], start)
-        if kind == "expect_watermark" and args["at"] is not None:
-            out["at"] = _parse_time(args["at"], start)
-    except ValueError as error:
-        raise fail(str(error), "to" if kind == "advance_watermark_to" else "at") from None
-    if kind == "pipe":
-        out["records"] = _records(at, f"{where}.records", args["records"], start)
-    if kind == "expect":
-        given = [k for k in ("values", "key_values", "table") if k in args]
-        if len(given) != 1:
-            raise fail("give exactly one of 'values', 'key_values' or 'table'")
-        expected = args[given[0]]
-        if given[0] == "table" and not isinstance(expected, dict):
-            raise fail("must map keys to their last values", "table")
-        if given[0] != "table" and not isinstance(expected, list):
-            raise fail("must be a list", given[0])
-        if given[0] == "key_values":
-            for index, pair in enumerate(expected):
-                if not isinstance(pair, list) or len(pair) != 2:
-                    raise fail("must be a [key, value] pair", f"key_values[{index}]")
-        if not isinstance(args.get("ignore_order", True), bool):
-            raise fail("must be true or false", "ignore_order")
-    if kind in ("expect_state_rows", "expect_late"):
-        names = ("count",) if kind == "expect_late" else (
-            "total", "updated", "removed", "dropped_by_watermark")
-        counts = [k for k in names if k in args]
-        if not counts:
-            raise fail("give " + " and/or ".join(repr(n) for n in names))
-        for key in counts:
-            if not isinstance(args[key], int) or isinstance(args[key], bool) or args[key] < 0:
-                raise fail("must be a whole number >= 0", key)
-    return Step(kind, out, line, path)
-
-
-def _records(at: _Located, path: str, raw: Any, start: datetime) -> list[TestRecord]:
-    if not isinstance(raw, list):
-        raise at.error(path, "must be a list of records ({value: ..., timestamp: ...})")
-    out = []
-    for index, item in enumerate(raw):
-        where = f"{path}[{index}]"
-        if not isinstance(item, dict):
-            raise at.error(where, "a record is a mapping with 'value' (and 'key', "
-                                  "'timestamp', 'headers', 'partition')")
-        for key in item:
-            if key not in _RECORD_KEYS:
-                raise at.error(f"{where}.{key}",
-                               f"unknown record field; use {', '.join(sorted(_RECORD_KEYS))}")
-        if "value" not in item:
-            raise at.error(where, "'value' is required (null for a tombstone)")
-        timestamp = None
-        if item.get("timestamp") is not None:
+    def value(self, spec: Spec, raw: Any, path: str) -> Any:
+        """The loaded value, or ``_INVALID`` (its errors noted)."""
+        if isinstance(spec, Value):
+            if raw is None and spec.nullable:
+                return None
             try:
-                timestamp = _parse_time(item["timestamp"], start)
-            except ValueError as error:
-                raise at.error(f"{where}.timestamp", str(error)) from None
-        headers = item.get("headers") or {}
-        if not isinstance(headers, dict):
-            raise at.error(f"{where}.headers", "must map header names to values")
-        partition = item.get("partition")
-        if partition is not None and (not isinstance(partition, int) or partition < 0):
-            raise at.error(f"{where}.partition", "must be a partition number >= 0")
-        out.append(TestRecord(
-            value=item["value"], timestamp=timestamp, key=item.get("key"),
-            headers=tuple((str(k), None if v is None else str(v).encode("utf-8"))
-                          for k, v in headers.items()),
-            partition=partition,
-        ))
-    return out
+                loaded = spec.check(raw, self.start)
+            except CheckError as error:
+                self.at.error(path + error.sub, str(error))
+                return _INVALID
+            except (ValueError, TypeError) as error:
+                self.at.error(path, str(error))
+                return _INVALID
+            if spec.sets_start:
+                self.start = loaded
+            return loaded
+        if isinstance(spec, Obj):
+            return self.mapping(spec, raw, path)
+        if isinstance(spec, Steps):
+            return self.steps(spec.kinds, raw, path)
+        if isinstance(spec, ListOf):
+            if not isinstance(raw, list):
+                self.at.error(path, spec.message)
+                return _INVALID
+            items = [self.value(spec.item, item, f"{path}[{i}]") for i, item in enumerate(raw)]
+            return _INVALID if any(item is _INVALID for item in items) else items
+        if not isinstance(raw, dict):  # MapOf
+            self.at.error(path, spec.message)
+            return _INVALID
+        named = {key: self.value(spec.value, item, f"{path}.{key}") for key, item in raw.items()}
+        return _INVALID if _INVALID in named.values() else named
 
+    def mapping(self, spec: Obj, raw: Any, path: str) -> Any:
+        def inside(key: str) -> str:
+            return f"{path}.{key}" if path else key
+
+        if not isinstance(raw, dict):
+            self.at.error(path, spec.not_mapping)
+            return _INVALID
+        valid = True
+        for key in raw:
+            if key not in spec.fields:
+                self.at.error(inside(key), spec.unknown)
+                valid = False
+        out: dict[str, Any] = {}
+        for name, entry in spec.fields.items():
+            if name not in raw:
+                if entry.required:
+                    self.at.error(path, entry.missing or f"'{name}' is required")
+                    valid = False
+                continue
+            out[name] = self.value(entry.spec, raw[name], inside(name))
+            valid = valid and out[name] is not _INVALID
+        given = [name for name in spec.one_of or spec.any_of if name in raw]
+        if (spec.one_of and len(given) != 1) or (spec.any_of and not given):
+            self.at.error(path, spec.choice)
+            valid = False
+        return out if valid else _INVALID
+
+    def steps(self, kinds: Mapping[str, StepKind], raw: Any, path: str) -> Any:
+        if not isinstance(raw, list) or not raw:
+            self.at.error(path, "'steps' must be a non-empty list")
+            return _INVALID
+        steps = [self.step(kinds, item, f"{path}[{i}]") for i, item in enumerate(raw)]
+        return _INVALID if _INVALID in steps else steps
+
+    def step(self, kinds: Mapping[str, StepKind], raw: Any, path: str) -> Any:
+        line = self.at.lines.get(path)
+        names = ", ".join(sorted(kinds))
+        if isinstance(raw, str):
+            if raw in kinds and kinds[raw].args is None:
+                return Step(raw, {}, line, path)
+            self.at.error(path, f"unknown step {raw!r}; steps are {names}")
+            return _INVALID
+        if not isinstance(raw, dict) or len(raw) != 1:
+            self.at.error(path, f"a step is one of {names}, written as 'kind: arguments'")
+            return _INVALID
+        ((kind, args),) = raw.items()
+        where = f"{path}.{kind}"
+        if kind not in kinds:
+            self.at.error(path, f"unknown step {kind!r}; steps are {names}")
+            return _INVALID
+        spec = kinds[kind]
+        if spec.args is None:
+            if not (args is None or args is True or args == {}):
+                self.at.error(where, f"'{kind}' takes no arguments")
+                return _INVALID
+            return Step(kind, {}, line, path)
+        if not spec.mapping:
+            loaded = {spec.scalar: self.value(spec.args.fields[spec.scalar].spec, args, where)}
+            return _INVALID if _INVALID in loaded.values() else Step(kind, loaded, line, path)
+        if spec.scalar and not isinstance(args, dict):
+            args = {spec.scalar: args}
+        loaded = self.mapping(spec.args, args, where)
+        if loaded is _INVALID:
+            return _INVALID
+        if kind == "pipe":
+            loaded["records"] = [_record(item) for item in loaded["records"]]
+        return Step(kind, loaded, line, path)
+
+
+def _record(item: Mapping[str, Any]) -> TestRecord:
+    headers = item.get("headers") or {}
+    return TestRecord(
+        value=item["value"], timestamp=item.get("timestamp"), key=item.get("key"),
+        headers=tuple((str(k), None if v is None else str(v).encode("utf-8"))
+                      for k, v in headers.items()),
+        partition=item.get("partition"),
+    )
 
