@@ -14,6 +14,20 @@ __tracebackhide__ = hide_our_frames
 
 DEMO_TITLE = "pyspark-streamtest demo: clicks per user, 10 s windows, 10 s watermark delay"
 
+# Printed under the timeline, so that a newcomer can read it.
+LEGEND = """\
+Columns:
+  batch, output    the micro-batch id and the output (query) that ran it
+  processing time  the driver's clock when the batch ran
+  watermark        the watermark the batch ran with; 1970-01-01 00:00:00.000
+                   (the epoch) means no watermark yet: no event time seen
+  wm after         the watermark computed from the batch: the next batch's
+  in, out          rows the batch read, rows it emitted
+  dropped          rows it dropped as late (behind the watermark)
+  state            rows in the state store after the batch
+A batch with in 0 is a no-data batch: Spark runs it without input when the
+watermark has moved far enough to close a window, and it emits that window."""
+
 
 def run_demo(spark: SparkSession | None = None, *, picture: str | None = None) -> str:
     """Replay the canned clickstream second by second; print the timeline and the rows.
@@ -24,6 +38,8 @@ def run_demo(spark: SparkSession | None = None, *, picture: str | None = None) -
         stream.replay(driver)
         lines.append("Batch timeline (clicks per user, 10 s windows, watermark delay 10 s):")
         lines.append(format_timeline(driver.batches))
+        lines.append("")
+        lines.append(LEGEND)
         lines.append("")
         lines.append("Rows emitted:")
         for record in driver.create_output_topic("counts").read_records_to_list():
