@@ -35,6 +35,12 @@ def kill_jvm(spark):
 """
 
 
+def _run_child(pytester):
+    """The child pytest with its Spark session (a JVM the test may kill)."""
+    return pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                         timeout=300)
+
+
 def test_the_jvm_killed_while_idle_gives_spark_died_and_later_spark_tests_fail_clearly(
     pytester,
 ):
@@ -62,8 +68,7 @@ def test_needs_spark_afterwards(spark):
 def test_without_spark():
     assert 1 + 1 == 2
 """)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
-                                           timeout=300)
+    result = _run_child(pytester)
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
         "*SparkDiedError: the Spark JVM of this test run died during "
@@ -89,8 +94,7 @@ def test_kill_mid_batch(spark, monkeypatch):
     assert driver.closed and driver.batches == ()
     driver.close()
 """)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
-                                           timeout=300)
+    result = _run_child(pytester)
     result.assert_outcomes(passed=1)
 
 
@@ -125,8 +129,7 @@ def test_next(topology_driver):
 def test_without_spark():
     assert 1 + 1 == 2
 """)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
-                                           timeout=300)
+    result = _run_child(pytester)
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines([
         "*ERROR at setup of test_next*",
@@ -153,8 +156,7 @@ def test_kill_while_idle(spark, topology_driver):
 def test_needs_spark_afterwards(spark):
     raise AssertionError("must not run: the JVM is gone")
 """)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
-                                           timeout=300)
+    result = _run_child(pytester)
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines([
         "*ERROR at teardown of test_kill_while_idle*",
