@@ -229,6 +229,15 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
             f"checkpoint, as Spark does.\nSpark's error:\n{cause}"
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made from its fields, not its message: pickled (pytest-xdist, multiprocessing)
+        # it is rebuilt from them, with any attribute set later.
+        return (_rebuilt, (type(self), (self.output, self.batch_id, self.cause, self.records),
+                           self._keywords()), self.__dict__)
+
+    def _keywords(self) -> dict[str, Any]:
+        return {}
+
 
 class IncompatibleCheckpointError(StreamingQueryFailedError):
     """A query cannot go on from its checkpoint after an upgrade
@@ -257,8 +266,16 @@ class IncompatibleCheckpointError(StreamingQueryFailedError):
             f"on.\nSpark's error:\n{cause}",
         )
 
+    def _keywords(self) -> dict[str, Any]:
+        return {"change": self.change, "operator": self.operator}
+
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def _rebuilt(cls: type[Any], args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+    """An error made again from its fields (see ``StreamingQueryFailedError.__reduce__``)."""
+    return cls(*args, **keywords)
 
 
 _SHOWN_RECORDS = 3

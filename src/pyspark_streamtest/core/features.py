@@ -19,6 +19,7 @@ or, under pytest, mark the test and let the plugin skip it with the reason::
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -89,6 +90,10 @@ class UnsupportedFeatureError(UnsupportedSparkVersionError):
             f"runs Spark {spark_version}. Upgrade pyspark, or skip the test on older versions "
             f"with @pytest.mark.streamtest_requires(Feature.{feature.name})"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made from its fields, not its message: pickled, it is rebuilt from them.
+        return (type(self), (self.feature, self.spark_version), self.__dict__)
 
 
 def supported_features(spark: SparkSession) -> frozenset[Feature]:
