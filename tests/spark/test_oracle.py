@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import OracleMismatchError, Topology
+from pyspark_streamtest import Feature, OracleMismatchError, Topology, supported_features
 from pyspark_streamtest._spark import sink as sink_module
 from pyspark_streamtest.driver import _twin
 from tests.helpers import at, clicks_per_user
@@ -26,7 +26,7 @@ def oracle(monkeypatch):
                                "input_only_batches")}
 
 
-def test_a_faithful_run_compares_every_batch_and_the_state(topology_driver, oracle):
+def test_a_faithful_run_compares_every_batch_and_the_state(topology_driver, oracle, spark):
     driver = topology_driver(clicks_per_user)
     clicks = driver.create_input_topic("clicks")
     clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
@@ -50,7 +50,10 @@ def test_a_faithful_run_compares_every_batch_and_the_state(topology_driver, orac
     # rows and state were compared all the same.
     assert compared["same_time_triggers"] == 3
     assert compared["input_only_batches"] == 0
-    assert compared["state_stores"] == 2  # at the restart and at the close
+    # The state stores at the restart and at the close (read with format("statestore"),
+    # PySpark 4.0+).
+    readable = Feature.STATE_STORE_READS in supported_features(spark)
+    assert compared["state_stores"] == (2 if readable else 0)
 
 
 def test_it_catches_a_batch_whose_rows_the_driver_changed(topology_driver, oracle,

@@ -113,6 +113,8 @@ class AloneQuery:
         """The rows the sink got in the last batch."""
         jvm = self._jvm
         data = self._sink.latestBatchData()
+        if data.isEmpty():  # most no-data batches: no Spark job to convert nothing
+            return []
         jlist = jvm.jvm.scala.collection.JavaConverters.seqAsJavaList(data)
         jschema = jvm.jspark.parseDataType(self._schema.json())
         return wrap_dataframe(jvm, jvm.jspark.createDataFrame(jlist, jschema)).collect()
