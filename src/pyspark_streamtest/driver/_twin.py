@@ -205,7 +205,6 @@ class Twin:
         self._output_mode = output_mode
         self._timeout_s = timeout_s
         self._query: AloneQuery | None = None
-        self._last_ms: int | None = None
         self.following = True
         STATS.queries += 1
 
