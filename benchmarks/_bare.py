@@ -23,12 +23,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType, _parse_datatype_string
 
+from pyspark_streamtest._spark.alone import progress_time
 from pyspark_streamtest._spark.checkpoint import local_checkpoint_conf
 from pyspark_streamtest._spark.conf import scoped_sql_conf
 from pyspark_streamtest._spark.jvm import Jvm
@@ -38,12 +38,6 @@ from pyspark_streamtest.core._values import StructEncoder
 
 _INTERVAL_MS = 1000
 _TIMEOUT_S = 60.0
-
-
-def _progress_time(ms: int) -> str:
-    """A progress event's ``timestamp`` for a trigger at ``ms``."""
-    moment = datetime.fromtimestamp(ms // 1000, timezone.utc)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
 
 
 def _struct(ddl: str) -> StructType:
@@ -101,7 +95,7 @@ class BareQuery:
         self._now_ms += _INTERVAL_MS
         # A batch's progress carries its trigger's time; an idle trigger's may carry the
         # next batch id, so the id alone would not do.
-        wanted = _progress_time(self._now_ms)
+        wanted = progress_time(self._now_ms)
 
         def done() -> bool:
             progress = self._query.lastProgress()

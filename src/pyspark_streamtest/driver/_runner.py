@@ -39,7 +39,7 @@ from ..errors import (
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from ._piped import RecordBlock, RecordQueue
-from ._twin import ALONE_SUFFIX, Twin, oracle_enabled
+from ._twin import ALONE_SUFFIX, Twin, oracle_enabled, progress_watermark
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -459,7 +459,7 @@ class QueryRunner:
             output=self.name,
             batch_id=batch_id,
             processing_time=processing_time,
-            watermark=_progress_watermark(progress) if has_wm else None,
+            watermark=progress_watermark(progress) if has_wm else None,
             watermark_after=from_ms(self._watermark_ms) if has_wm else None,
             input_records=consumed,  # type: ignore[arg-type]  # built when read, as a tuple
             output_records=outputs,
@@ -484,12 +484,6 @@ class QueryRunner:
                 f"(last progress: {None if progress is None else progress.get('batchId')})"
             )
         return progress
-
-
-def _progress_watermark(progress: dict[str, Any]) -> datetime | None:
-    """The watermark Spark reports it used during the batch."""
-    text = (progress.get("eventTime") or {}).get("watermark")
-    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _error_text(error: BaseException) -> str:

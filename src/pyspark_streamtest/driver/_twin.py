@@ -366,7 +366,7 @@ def differences(record: BatchRecord, rows: list[Row], progress: Mapping[str, Any
     check("batch id", record.batch_id, progress.get("batchId"))
     check("numInputRows", record.num_input_rows, int(progress.get("numInputRows", 0)))
     if record.watermark is not None or (progress.get("eventTime") or {}).get("watermark"):
-        check("watermark", record.watermark, _progress_watermark(progress))
+        check("watermark", record.watermark, progress_watermark(progress))
     if alone_watermark_after_ms is not None:
         check("watermark after the batch", record.watermark_after,
               from_ms(alone_watermark_after_ms))
@@ -383,7 +383,8 @@ def differences(record: BatchRecord, rows: list[Row], progress: Mapping[str, Any
     return found
 
 
-def _progress_watermark(progress: Mapping[str, Any]) -> datetime | None:
+def progress_watermark(progress: Mapping[str, Any]) -> datetime | None:
+    """The watermark Spark reports a batch ran with (its progress event's)."""
     text = (progress.get("eventTime") or {}).get("watermark")
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
