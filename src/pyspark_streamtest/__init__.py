@@ -14,6 +14,7 @@ from .driver.input_topic import TestInputTopic
 from .driver.output_topic import TestOutputTopic
 from .driver.topology import Topology
 from .errors import (
+    BatchFailedError,
     CheckpointMissingError,
     ClusterError,
     ClusterRunningError,
@@ -33,6 +34,7 @@ from .errors import (
     SchemaMismatchError,
     SparkConnectNotSupportedError,
     SparkDiedError,
+    SparkInfrastructureError,
     StaleTopicError,
     StateStoreError,
     StepTimeoutError,
@@ -58,6 +60,7 @@ __tracebackhide__ = hide_our_frames
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchFailedError",
     "DEFAULT_START_TIME",
     "BatchRecord",
     "CheckpointMissingError",
@@ -85,6 +88,7 @@ __all__ = [
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "SparkDiedError",
+    "SparkInfrastructureError",
     "StaleTopicError",
     "StateOperatorMetrics",
     "StateStoreError",

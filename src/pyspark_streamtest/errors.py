@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BatchFailedError",
     "CheckpointMissingError",
     "ClusterError",
     "ClusterRunningError",
@@ -33,6 +34,7 @@ __all__ = [
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "SparkDiedError",
+    "SparkInfrastructureError",
     "StaleTopicError",
     "StateStoreError",
     "StepTimeoutError",
@@ -200,7 +202,16 @@ class UnsupportedSparkVersionError(StreamTestError, RuntimeError):
     """This PySpark/Spark version lacks what the driver (or a feature) needs."""
 
 
-class StreamingQueryFailedError(StreamTestError, RuntimeError):
+class BatchFailedError(StreamTestError, RuntimeError):
+    """A batch did not complete. The driver's queries are stopped with their checkpoints,
+    and :meth:`~pyspark_streamtest.TopologyTestDriver.restart` retries the batch (same
+    batch id, same records), as Spark's recovery does. Two kinds:
+    :class:`StreamingQueryFailedError` (the query failed: the user's code or the batch's
+    data) and :class:`SparkInfrastructureError` (Spark's machinery failed, not the
+    batch)."""
+
+
+class StreamingQueryFailedError(BatchFailedError):
     """A query failed while running a batch. The driver's queries are now stopped, with
     their checkpoints: :meth:`~pyspark_streamtest.TopologyTestDriver.restart` retries the
     failed batch (same batch id, same records) as Spark's recovery does, failing again
@@ -237,6 +248,39 @@ class StreamingQueryFailedError(StreamTestError, RuntimeError):
 
     def _keywords(self) -> dict[str, Any]:
         return {}
+
+
+class SparkInfrastructureError(BatchFailedError):
+    """A batch could not run because of Spark's machinery, not the batch's data: Spark
+    could not start or reach a Python worker in time (it waits a fixed 10 s for a new
+    worker to connect back), which happens on a heavily loaded machine. Not a
+    :class:`StreamingQueryFailedError`, so ``pytest.raises(StreamingQueryFailedError)``
+    never passes on it. The driver's queries are stopped with their checkpoints, as
+    after a failed batch: :meth:`~pyspark_streamtest.TopologyTestDriver.restart` retries
+    the batch.
+
+    Attributes: ``output``, ``batch_id``, ``reason`` (what went wrong, in a few words),
+    ``load`` (the machine's load averages when it happened) and ``cause`` (Spark's own
+    error text)."""
+
+    def __init__(self, output: str, batch_id: int, cause: str, reason: str, load: str
+                 ) -> None:
+        self.output = output
+        self.batch_id = batch_id
+        self.cause = cause
+        self.reason = reason
+        self.load = load
+        super().__init__(
+            f"the query of output {output!r} could not run batch {batch_id}: {reason} "
+            f"({load}). This is the machine, not the batch's data or your code: run fewer "
+            f"Spark processes at once (fewer pytest-xdist workers) or on more cores. The "
+            f"driver's queries are stopped: restart() retries batch {batch_id} from the "
+            f"checkpoint.\nSpark's error:\n{cause}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), (self.output, self.batch_id, self.cause,
+                                        self.reason, self.load), {}), self.__dict__)
 
 
 class IncompatibleCheckpointError(StreamingQueryFailedError):

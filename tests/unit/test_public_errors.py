@@ -45,6 +45,7 @@ def test_errors_made_from_their_fields_pickle_with_them():
     from pyspark_streamtest import (
         Feature,
         IncompatibleCheckpointError,
+        SparkInfrastructureError,
         StreamingQueryFailedError,
         UnsupportedFeatureError,
     )
@@ -53,7 +54,9 @@ def test_errors_made_from_their_fields_pickle_with_them():
     refused = IncompatibleCheckpointError("counts", 4, "STATE_STORE_KEY_SCHEMA", (),
                                           change="another key schema", operator="agg")
     missing = UnsupportedFeatureError(next(iter(Feature)), "3.5.9")
-    for error in (failed, refused, missing):
+    machinery = SparkInfrastructureError("counts", 0, "SparkException: ...", "no worker",
+                                         "load 14.0 / 9.0 / 5.0 on 2 cores")
+    for error in (failed, refused, missing, machinery):
         error.extra = 7
         back = pickle.loads(pickle.dumps(error))
         assert type(back) is type(error) and str(back) == str(error) and back.extra == 7
@@ -61,6 +64,8 @@ def test_errors_made_from_their_fields_pickle_with_them():
     assert (back_of(refused).change, back_of(refused).operator) == ("another key schema",
                                                                     "agg")
     assert back_of(missing).spark_version == "3.5.9"
+    assert (back_of(machinery).reason, back_of(machinery).load) == (
+        "no worker", "load 14.0 / 9.0 / 5.0 on 2 cores")
 
 
 def back_of(error):

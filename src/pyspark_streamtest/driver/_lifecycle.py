@@ -25,6 +25,7 @@ from ..errors import (
     DriverInterruptedError,
     SparkDiedError,
     StaleTopicError,
+    BatchFailedError,
     StreamingQueryFailedError,
     StreamTestError,
     hide_our_frames,
@@ -134,7 +135,7 @@ class Lifecycle:
 
         try:
             self._queries.start(self._time.now_ms, record)
-        except StreamingQueryFailedError:
+        except BatchFailedError:
             self._stop_after_failure()
             raise
         except BaseException as error:

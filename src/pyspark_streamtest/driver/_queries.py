@@ -19,7 +19,7 @@ from ..errors import (
     CheckpointMissingError,
     DriverStoppedError,
     InvalidArgumentTypeError,
-    StreamingQueryFailedError,
+    BatchFailedError,
     UnknownTopicError,
     hide_our_frames,
 )
@@ -154,11 +154,11 @@ class Queries:
         one), with the records piped so far handed to its sources. The batches Spark runs
         on start go to ``record``, query by query. A query that fails its first batch
         does not keep the others from starting; the first failure is raised after."""
-        failed: StreamingQueryFailedError | None = None
+        failed: BatchFailedError | None = None
         for runner in self.runners:
             try:
                 record(runner.start(now_ms))
-            except StreamingQueryFailedError as error:
+            except BatchFailedError as error:
                 failed = failed or error
         if failed is not None:
             raise failed

@@ -17,6 +17,7 @@ from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.conf import scoped_sql_conf
 from .._spark.incompatible import incompatibility
+from .._spark.infrastructure import infrastructure_failure, machine_load
 from .._spark.jvm import Jvm, java_error_text
 from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.offset_log import last_committed, last_logged, logged_batch
@@ -32,6 +33,7 @@ from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import (
     IncompatibleCheckpointError,
     StepTimeoutError,
+    SparkInfrastructureError,
     StreamingQueryFailedError,
     TopologyError,
     hide_our_frames,
@@ -364,6 +366,11 @@ class QueryRunner:
                 raise IncompatibleCheckpointError(
                     self.name, self.next_batch_id, cause, self._retry,
                     change=refused[0], operator=refused[1],
+                ) from None
+            machinery = infrastructure_failure(cause)
+            if machinery is not None:
+                raise SparkInfrastructureError(
+                    self.name, self.next_batch_id, cause, machinery, machine_load()
                 ) from None
             raise StreamingQueryFailedError(
                 self.name, self.next_batch_id, cause, self._retry

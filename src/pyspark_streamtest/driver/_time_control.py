@@ -18,7 +18,7 @@ from ..core.time import (
 from ..errors import (
     DriverStoppedError,
     InvalidArgumentError,
-    StreamingQueryFailedError,
+    BatchFailedError,
     StreamTestError,
     TimeWentBackwardsError,
     hide_our_frames,
@@ -228,12 +228,12 @@ class TimeControl:
         (a restart retries its batch); a stuck query, or an interrupt while waiting,
         closes the driver."""
         batches: list[BatchRecord] = []
-        failed: StreamingQueryFailedError | None = None
+        failed: BatchFailedError | None = None
         try:
             for runner, calls in started:
                 try:
                     batches.extend(runner.finish_trigger(calls))
-                except StreamingQueryFailedError as error:
+                except BatchFailedError as error:
                     failed = failed or error
         except BaseException as error:
             self._history.absorb(batches)

@@ -1,0 +1,49 @@
+"""Failures of Spark's machinery, not of the batch's data: which of Spark's errors mean
+that the machine could not start or reach a Python worker in time.
+
+Spark starts Python workers two ways. UDFs, pandas functions and the state functions
+run in workers forked by a daemon (``pyspark.daemon``), which the JVM waits for 60 s.
+The ``transformWithState`` planner (one per query start) and a few others run in a
+worker started afresh, which must connect back to the JVM within 10 s, a limit Spark
+hard-codes; its socket to the JVM waits ``SPARK_AUTH_SOCKET_TIMEOUT`` (15 s by
+default). On a loaded machine those waits can run out although nothing is wrong with
+the query or its data. Each sign below is Spark's own text for one of those cases.
+"""
+
+from __future__ import annotations
+
+import os
+
+_SIGNS: tuple[tuple[str, str], ...] = (
+    ("Timed out while waiting for the Python worker to connect back",
+     "a Python worker Spark started did not connect back to the JVM within Spark's "
+     "fixed 10 s"),
+    ("Python worker failed to connect back",
+     "a Python worker Spark started did not connect back to the JVM"),
+    ("CANNOT_OPEN_SOCKET",
+     "a Python worker could not open its socket to the JVM in time"),
+    ("Python daemon failed to launch worker",
+     "Spark's Python daemon could not start a worker"),
+    ("Failed to open socket to Python daemon",
+     "the JVM could not reach Spark's Python daemon"),
+    ("while reading the port number from",
+     "Spark's Python daemon did not start"),
+)
+
+
+def infrastructure_failure(cause: str) -> str | None:
+    """What Spark's error text ``cause`` says went wrong with its machinery, in a few
+    words, or None when it is not one of those failures (a UDF's exception, bad data)."""
+    for sign, meaning in _SIGNS:
+        if sign in cause:
+            return meaning
+    return None
+
+
+def machine_load() -> str:
+    """The load averages, for the message (``load 13.2 / 9.8 / 6.1 on 2 cores``)."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:  # not available on this platform
+        return "load unknown"
+    return f"load {one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count()} cores"
