@@ -60,8 +60,8 @@ __tracebackhide__ = hide_our_frames
 __version__ = "0.1.0"
 
 __all__ = [
-    "BatchFailedError",
     "DEFAULT_START_TIME",
+    "BatchFailedError",
     "BatchRecord",
     "CheckpointMissingError",
     "ClusterError",

@@ -21,12 +21,11 @@ from ..core import _open_drivers
 from ..core.records import BatchRecord
 from ..core.time import _PythonClockFreeze, require_aware, to_ms
 from ..errors import (
+    BatchFailedError,
     DriverClosedError,
     DriverInterruptedError,
     SparkDiedError,
     StaleTopicError,
-    BatchFailedError,
-    StreamingQueryFailedError,
     StreamTestError,
     hide_our_frames,
 )

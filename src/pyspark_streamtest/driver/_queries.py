@@ -16,10 +16,10 @@ from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
 from ..errors import (
+    BatchFailedError,
     CheckpointMissingError,
     DriverStoppedError,
     InvalidArgumentTypeError,
-    BatchFailedError,
     UnknownTopicError,
     hide_our_frames,
 )

@@ -32,8 +32,8 @@ from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import (
     IncompatibleCheckpointError,
-    StepTimeoutError,
     SparkInfrastructureError,
+    StepTimeoutError,
     StreamingQueryFailedError,
     TopologyError,
     hide_our_frames,

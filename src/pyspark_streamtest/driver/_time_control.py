@@ -16,9 +16,9 @@ from ..core.time import (
     to_ms,
 )
 from ..errors import (
+    BatchFailedError,
     DriverStoppedError,
     InvalidArgumentError,
-    BatchFailedError,
     StreamTestError,
     TimeWentBackwardsError,
     hide_our_frames,
