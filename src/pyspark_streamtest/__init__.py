@@ -2,17 +2,24 @@
 
 Pipe records with chosen event times into real streaming queries, move processing
 time, and read exactly what each micro-batch emitted, in-process and without sleeps.
+
+Importing the package imports no PySpark: the names of ``__all__`` that need it (the
+driver, the session, the features, ...) are imported on first use (PEP 562), so that
+the pytest plugin, which loads with every pytest run, costs nothing where Spark is not
+used. ``from pyspark_streamtest import X`` and ``pyspark_streamtest.X`` both work as if
+the face imported everything.
 """
 
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+# errors.py imports nothing; the modules below it define the public exceptions that are
+# not in errors.py and import no PySpark either. They are imported now, so that their
+# exceptions carry the face's name (the loop at the end) wherever they are raised.
 from .core.equality import OutputMismatchError, assert_values_equal
-from .core.features import Feature, UnsupportedFeatureError, require_feature, supported_features
-from .core.records import BatchRecord, KeyValue, LateRecord, StateOperatorMetrics, TestRecord
-from .core.session import test_spark_session
-from .core.time import DEFAULT_START_TIME
-from .driver.driver import TopologyTestDriver
-from .driver.input_topic import TestInputTopic
-from .driver.output_topic import TestOutputTopic
-from .driver.topology import Topology
 from .errors import (
     BatchFailedError,
     CheckpointMissingError,
@@ -50,14 +57,60 @@ from .errors import (
     UnsupportedSparkVersionError,
     hide_our_frames,
 )
-from .gates.scenario import ScenarioError, load_scenario, run_scenario
+from .gates.scenario_file import ScenarioError
 from .reporting.golden import GoldenMismatchError, assert_matches_golden
-from .reporting.picture import timeline_svg, write_timeline_picture
-from .reporting.timeline import format_timeline
+
+if TYPE_CHECKING:  # what the names below are, for type checkers; imported on first use
+    from .core.features import (
+        Feature,
+        UnsupportedFeatureError,
+        require_feature,
+        supported_features,
+    )
+    from .core.records import (
+        BatchRecord,
+        KeyValue,
+        LateRecord,
+        StateOperatorMetrics,
+        TestRecord,
+    )
+    from .core.session import test_spark_session
+    from .core.time import DEFAULT_START_TIME
+    from .driver.driver import TopologyTestDriver
+    from .driver.input_topic import TestInputTopic
+    from .driver.output_topic import TestOutputTopic
+    from .driver.topology import Topology
+    from .gates.scenario import load_scenario, run_scenario
+    from .reporting.picture import timeline_svg, write_timeline_picture
+    from .reporting.timeline import format_timeline
 
 __tracebackhide__ = hide_our_frames
 
 __version__ = "0.1.0"
+
+# The names imported on first use, and the module (relative to this package) of each.
+_ON_FIRST_USE = {
+    "DEFAULT_START_TIME": ".core.time",
+    "BatchRecord": ".core.records",
+    "Feature": ".core.features",
+    "KeyValue": ".core.records",
+    "LateRecord": ".core.records",
+    "StateOperatorMetrics": ".core.records",
+    "TestInputTopic": ".driver.input_topic",
+    "TestOutputTopic": ".driver.output_topic",
+    "TestRecord": ".core.records",
+    "Topology": ".driver.topology",
+    "TopologyTestDriver": ".driver.driver",
+    "UnsupportedFeatureError": ".core.features",
+    "format_timeline": ".reporting.timeline",
+    "load_scenario": ".gates.scenario",
+    "require_feature": ".core.features",
+    "run_scenario": ".gates.scenario",
+    "supported_features": ".core.features",
+    "test_spark_session": ".core.session",
+    "timeline_svg": ".reporting.picture",
+    "write_timeline_picture": ".reporting.picture",
+}
 
 __all__ = [
     "DEFAULT_START_TIME",
@@ -121,10 +174,48 @@ __all__ = [
     "write_timeline_picture",
 ]
 
-# The public exceptions show by their name on this face: a failure's first line reads
-# "pyspark_streamtest.OutputMismatchError: ...", not the module the class is defined in.
-# Pickle finds a class by that module and its name, and every name of __all__ is here.
+
+def _show_on_face(value: object) -> None:
+    """The public exceptions show by their name on this face: a failure's first line
+    reads "pyspark_streamtest.OutputMismatchError: ...", not the module the class is
+    defined in. Pickle finds a class by that module and its name, and every name of
+    ``__all__`` is here (imported on first use, if not yet)."""
+    if isinstance(value, type) and issubclass(value, BaseException):
+        value.__module__ = __name__
+
+
+def _bind_loaded() -> None:
+    """Bind every name of ``_ON_FIRST_USE`` whose module is imported already (by the
+    face or by anyone else), showing its exceptions on the face: an exception of a module
+    another module imported (``UnsupportedFeatureError``, imported with the driver) gets
+    the face's name as soon as any name is first used here."""
+    for name, module in _ON_FIRST_USE.items():
+        loaded = sys.modules.get(__name__ + module)
+        if name not in globals() and loaded is not None and name in vars(loaded):
+            value = vars(loaded)[name]
+            _show_on_face(value)
+            globals()[name] = value
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, not a catch-all
+
+    def __getattr__(name: str) -> Any:
+        """A name of ``__all__`` not imported yet: import its module (PEP 562), then it
+        is an ordinary attribute of the face."""
+        module = _ON_FIRST_USE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        importlib.import_module(module, __name__)
+        _bind_loaded()
+        return globals()[name]
+
+
+def __dir__() -> list[str]:
+    """The face's names, those not imported yet included."""
+    return sorted(set(globals()) | set(__all__))
+
+
 for _name in __all__:
-    if isinstance(_value := globals()[_name], type) and issubclass(_value, BaseException):
-        _value.__module__ = __name__
-del _name, _value
+    if _name in globals():
+        _show_on_face(globals()[_name])
+del _name
