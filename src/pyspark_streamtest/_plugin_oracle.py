@@ -50,21 +50,30 @@ def register_oracle(config: pytest.Config) -> None:
     from .driver._twin import ORACLE_ENV
 
     os.environ[ORACLE_ENV] = "1"
-    controller = getattr(config.option, "dist", "no") != "no" and not hasattr(
-        config, "workerinput")
+    worker = hasattr(config, "workerinput")
+    controller = getattr(config.option, "dist", "no") != "no" and not worker
     config.pluginmanager.register(
-        Oracle(int(config.getoption(_MIN_OPTION, 0) or 0), counts=not controller),
+        Oracle(int(config.getoption(_MIN_OPTION, 0) or 0), counts=not controller,
+               gates=not worker),
         "streamtest-oracle")
 
 
 class Oracle:
-    """The plugin object: counts per test, the summary, the minimum."""
+    """The plugin object: counts per test, the summary, the minimum.
 
-    def __init__(self, min_tests: int, *, counts: bool = True) -> None:
+    ``counts``: this process runs tests (not an xdist controller) and measures them;
+    ``gates``: this process sees every test's report (not an xdist worker) and fails the
+    run when fewer than ``min_tests`` tests compared a batch. The run's exit status is
+    decided in ``pytest_sessionfinish``, which pytest calls before the terminal summary
+    (a summary hook is too late to change it)."""
+
+    def __init__(self, min_tests: int, *, counts: bool = True, gates: bool = True) -> None:
         self._min_tests = min_tests
         self._counts = counts
+        self._gates = gates
         self._before: dict[str, dict[str, Any]] = {}
-        self._short: str | None = None
+        self._figures: list[dict[str, Any]] = []
+        self._mismatches: list[str] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
@@ -84,25 +93,34 @@ class Oracle:
             report.streamtest_oracle = delta(before, STATS.as_dict())
         return report
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        figures = [report.streamtest_oracle
-                   for reports in terminalreporter.stats.values() for report in reports
-                   if isinstance(getattr(report, "streamtest_oracle", None), dict)]
-        mismatches = [report.nodeid for report in terminalreporter.stats.get("failed", ())
-                      if "OracleMismatchError" in str(getattr(report, "longrepr", ""))]
-        lines, compared = summary(figures, mismatches)
-        terminalreporter.write_sep("=", "streamtest oracle: the driver against Spark alone")
-        for line in lines:
-            terminalreporter.write_line(line)
-        if compared < self._min_tests:
-            self._short = (f"the oracle compared batches in {compared} tests, fewer than "
-                           f"{_MIN_OPTION}={self._min_tests}")
-            terminalreporter.write_line(f"FAILED: {self._short}", red=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Every test's figures, this process's or (in an xdist controller) a worker's."""
+        figure = getattr(report, "streamtest_oracle", None)
+        if isinstance(figure, dict):
+            self._figures.append(figure)
+        if report.failed and "OracleMismatchError" in str(report.longrepr or ""):
+            self._mismatches.append(report.nodeid)
+
+    def _shortfall(self) -> str | None:
+        compared = summary(self._figures, self._mismatches)[1]
+        if not self._gates or compared >= self._min_tests:
+            return None
+        return (f"the oracle compared batches in {compared} tests, fewer than "
+                f"{_MIN_OPTION}={self._min_tests}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self._short is not None and session.exitstatus == 0:
+        if self._shortfall() is not None and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        lines, _ = summary(self._figures, self._mismatches)
+        terminalreporter.write_sep("=", "streamtest oracle: the driver against Spark alone")
+        for line in lines:
+            terminalreporter.write_line(line)
+        short = self._shortfall()
+        if short is not None:
+            terminalreporter.write_line(f"FAILED: {short}", red=True)
 
 
 def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
