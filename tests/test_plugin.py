@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 pytest_plugins = ["pytester"]
 
 
@@ -9,25 +11,58 @@ def test_options_are_in_one_group(pytester):
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "*pyspark-streamtest (Spark streaming tests)*",
-        "*--spark-master=SPARK_MASTER*",
-        "*--spark-conf=KEY=VALUE*",
+        "*--streamtest-master=URL, --spark-master=URL*",
+        "*--streamtest-conf=KEY=VALUE, --spark-conf=KEY=VALUE*",
     ])
 
 
 def test_report_header_names_the_versions(pytester):
+    from pyspark_streamtest._plugin_session import _java_version
+
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("--spark-master=local[1]")
     result.stdout.fnmatch_lines([
-        "pyspark-streamtest *: PySpark *, Java *, Python *, spark master local?1?",
+        f"pyspark-streamtest *: PySpark *, Java {_java_version()}, Python *, "
+        "spark master local?1?",
     ])
     result.assert_outcomes(passed=1)
 
 
-def test_bad_spark_conf_is_a_usage_error(pytester):
+def test_the_header_s_java_is_java_home_s_read_from_its_release_file(tmp_path, monkeypatch):
+    from pyspark_streamtest._plugin_session import _java_version
+
+    (tmp_path / "release").write_text('IMPLEMENTOR="Test"\nJAVA_VERSION="21.0.4"\n')
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert _java_version() == "21.0.4"
+    (tmp_path / "release").unlink()
+    assert _java_version() == "unknown"  # not a guess, and no java -version run
+
+
+def test_the_header_s_java_is_found_through_the_path_s_java_link(tmp_path, monkeypatch):
+    """Without JAVA_HOME, the ``java`` on the PATH, followed to its installation (Debian
+    links /usr/bin/java through /etc/alternatives), as Spark's launcher runs it."""
+    from pyspark_streamtest._plugin_session import _java_version
+
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text("#!/bin/sh\nexit 1\n")  # never run
+    (home / "bin" / "java").chmod(0o755)
+    (home / "release").write_text('JAVA_VERSION="17.0.99"\n')
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "java").symlink_to(home / "bin" / "java")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "links"))
+    assert _java_version() == "17.0.99"
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert _java_version() == "not found"
+
+
+def test_bad_spark_conf_is_a_usage_error_before_spark_starts(pytester):
     pytester.makepyfile("def test_uses_spark(spark):\n    pass\n")
     result = pytester.runpytest("--spark-conf", "no-equals-sign")
-    result.stdout.fnmatch_lines(["*--spark-conf expects KEY=VALUE, got 'no-equals-sign'*"])
-    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--streamtest-conf* expects KEY=VALUE, got "
+                                 "'no-equals-sign'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # at start: no test ran, no Spark
 
 
 def _cores() -> int:

@@ -16,27 +16,18 @@ from typing import Any
 
 import pytest
 
+from ._plugin_options import setting
 from .core._costs import KINDS, spent
 from .errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
 _COLUMNS = (*KINDS, "rest")
-_OPTION = "--streamtest-durations"
-
-
-def add_durations_option(group: Any) -> None:
-    """Add the option to the plugin's option group."""
-    group.addoption(
-        _OPTION, type=int, default=None, metavar="N",
-        help="List the N slowest tests (0: all) with their time split into Spark's "
-        "micro-batches, query starts and stops, state reads and the rest (default: off).",
-    )
 
 
 def register_durations(config: pytest.Config) -> None:
     """Register the measuring plugin object if the option was given."""
-    count = config.getoption(_OPTION, None)
+    count = setting(config, "streamtest_durations")
     if count is not None:
         # An xdist controller runs no test: it only prints what its workers measured.
         controller = getattr(config.option, "dist", "no") != "no" and not hasattr(

@@ -28,7 +28,7 @@ class DriverFactory:
         self._made = made
 
     def __call__(self, topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
-        from .driver.driver import TopologyTestDriver
+        from . import TopologyTestDriver  # the face's: its errors show by their name
 
         options.setdefault("spark", self._spark)
         return self._keep(TopologyTestDriver(topology, **options))
@@ -36,7 +36,7 @@ class DriverFactory:
     def from_app(self, app: Callable[..., object], **options: Any) -> TopologyTestDriver:
         """:meth:`TopologyTestDriver.from_app
         <pyspark_streamtest.TopologyTestDriver.from_app>` on the fixture's session."""
-        from .driver.driver import TopologyTestDriver
+        from . import TopologyTestDriver  # the face's: its errors show by their name
 
         options.setdefault("spark", self._spark)
         return self._keep(TopologyTestDriver.from_app(app, **options))

@@ -1,13 +1,13 @@
 """``--streamtest-oracle``: run every driver query again by Spark alone and compare.
 
-The option sets ``STREAMTEST_ORACLE=1`` for the run (see
-:mod:`pyspark_streamtest.driver._twin`): each query the driver starts gets a twin run
-by Spark alone, and the first batch that differs fails its test with
-:class:`~pyspark_streamtest.errors.OracleMismatchError`. A section at the end of the
-run says what was compared; ``--streamtest-oracle-min-tests N`` fails the run when fewer
-than N tests compared a batch (a gate that cannot pass by comparing nothing). Works
-under pytest-xdist: each worker counts its tests, the reports carry the counts, the
-controller adds them up.
+The option (or the ini option ``streamtest_oracle = true``) sets
+``STREAMTEST_ORACLE=1`` for the run (see :mod:`pyspark_streamtest.driver._twin`): each
+query the driver starts gets a twin run by Spark alone, and the first batch that
+differs fails its test with :class:`~pyspark_streamtest.errors.OracleMismatchError`.
+A section at the end of the run says what was compared;
+``--streamtest-oracle-min-tests N`` fails the run when fewer than N tests compared a
+batch (a gate that cannot pass by comparing nothing). Works under pytest-xdist: each
+worker counts its tests, the reports carry the counts, the controller adds them up.
 """
 
 from __future__ import annotations
@@ -18,34 +18,19 @@ from typing import Any
 
 import pytest
 
+from ._plugin_options import setting
 from .errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
-_OPTION = "--streamtest-oracle"
 _MIN_OPTION = "--streamtest-oracle-min-tests"
 _COUNTS = ("queries", "batches", "state_stores", "same_time_triggers", "input_only_batches")
-
-
-def add_oracle_options(group: Any) -> None:
-    """Add the options to the plugin's option group."""
-    group.addoption(
-        _OPTION, action="store_true", default=False,
-        help="Differential oracle: run every query the driver runs again by Spark alone "
-        "(Spark's own clock and memory sink) and fail a test at the first batch that "
-        "differs (default: off; env STREAMTEST_ORACLE=1).",
-    )
-    group.addoption(
-        _MIN_OPTION, type=int, default=0, metavar="N",
-        help="With --streamtest-oracle: fail the run if fewer than N tests compared at "
-        "least one batch (default: 0).",
-    )
 
 
 def register_oracle(config: pytest.Config) -> None:
     """Turn the oracle on for this process (and xdist workers) and register the
     counting plugin object, if the option was given."""
-    if not config.getoption(_OPTION, False):
+    if not setting(config, "streamtest_oracle"):
         return
     from .driver._twin import ORACLE_ENV
 
@@ -53,7 +38,7 @@ def register_oracle(config: pytest.Config) -> None:
     worker = hasattr(config, "workerinput")
     controller = getattr(config.option, "dist", "no") != "no" and not worker
     config.pluginmanager.register(
-        Oracle(int(config.getoption(_MIN_OPTION, 0) or 0), counts=not controller,
+        Oracle(int(setting(config, "streamtest_oracle_min_tests")), counts=not controller,
                gates=not worker),
         "streamtest-oracle")
 

@@ -1,17 +1,20 @@
 """The Spark session the plugin makes: its master (local, or a cluster's), its JVM
-options under pytest-xdist, the settings given on the command line, the facts the
-report header shows, and stopping it when pytest ends."""
+options under pytest-xdist, the settings of the run's options, the facts the report
+header shows, and stopping it when pytest ends. Nothing here imports PySpark until a
+session is made (or, under pytest-xdist, the header names the JVM options)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
-import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._plugin_guards import _SESSION
+from ._plugin_options import parse_conf, setting
 from .errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
@@ -31,12 +34,12 @@ def _xdist_workers(config: pytest.Config) -> int:
 
 
 def _spark_master(config: pytest.Config, workers: int) -> str:
-    """``--streamtest-master``, ``--spark-master`` or ``$STREAMTEST_MASTER`` if given;
-    else ``local[2]``, or under xdist one task thread per CPU core each worker has (at
-    least 1, at most 2): two workers on two cores each get ``local[1]`` rather than four
-    task threads fighting over two cores."""
-    given = (config.getoption("--streamtest-master") or config.getoption("--spark-master")
-             or os.environ.get("STREAMTEST_MASTER"))
+    """The ``streamtest_master`` setting if given (``--streamtest-master`` /
+    ``--spark-master``, ``$STREAMTEST_MASTER``, the ini option, in that order, see
+    :mod:`pyspark_streamtest._plugin_options`); else ``local[2]``, or under xdist one task
+    thread per CPU core each worker has (at least 1, at most 2): two workers on two cores
+    each get ``local[1]`` rather than four task threads fighting over two cores."""
+    given = setting(config, "streamtest_master")
     if given:
         return str(given)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -46,39 +49,44 @@ def _spark_master(config: pytest.Config, workers: int) -> str:
 def _jvm_options(config: pytest.Config, workers: int) -> str:
     """JVM options of the ``spark`` fixture's JVM: under xdist, where the workers' JVMs
     share the cores, C1 compiles only and the serial collector (see
-    ``SHARED_CORES_JVM_OPTIONS``); none when ``--spark-conf`` sets the JVM's options."""
+    ``SHARED_CORES_JVM_OPTIONS``); none when ``streamtest_conf`` sets the JVM's options.
+    (Under xdist only, this imports PySpark, where the constant lives.)"""
+    if workers <= 1 or "spark.driver.extraJavaOptions" in parse_conf(
+            setting(config, "streamtest_conf")):
+        return ""
     from .core.session import SHARED_CORES_JVM_OPTIONS
 
-    if workers <= 1 or any(
-        item.partition("=")[0].strip() == "spark.driver.extraJavaOptions"
-        for item in config.getoption("--spark-conf")
-    ):
-        return ""
     return SHARED_CORES_JVM_OPTIONS
 
 
 def _java_version() -> str:
-    java = shutil.which("java")
-    if java is None:
-        return "not found"
-    try:
-        done = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=20, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    first = ((done.stderr or done.stdout).strip().splitlines() or [""])[0]
-    return first.split('"')[1] if '"' in first else "unknown"
+    """The version of the Java PySpark starts (``$JAVA_HOME``'s, else the first ``java``
+    on the ``PATH``, as Spark's launcher chooses), read from its installation's
+    ``release`` file (``JAVA_VERSION="17.0.15"``); ``unknown`` without one.
 
-
-def _parse_conf(items: list[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise pytest.UsageError(f"--spark-conf expects KEY=VALUE, got {item!r}")
-        conf[key.strip()] = value
-    return conf
+    Not from ``java -version``: the report header shows on every run, those that never
+    use Spark included, and each would pay a process and a JVM start for one line (40 ms
+    on a 2-core test machine, more where the JVM is slow to start). Reading a file costs
+    next to nothing; JDKs since 9 have one, and Java 8 ones too (beside
+    ``jre/bin/java``'s ``jre``, the second folder looked in)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        folders = [Path(home)]
+    else:
+        java = shutil.which("java")
+        if java is None:
+            return "not found"
+        bin_folder = Path(os.path.realpath(java)).parent
+        folders = [bin_folder.parent, bin_folder.parent.parent]
+    for folder in folders:
+        try:
+            release = (folder / "release").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found = re.search(r'^JAVA_VERSION="([^"]+)"', release, re.MULTILINE)
+        if found:
+            return found[1]
+    return "unknown"
 
 
 def install_session_defaults(config: pytest.Config) -> None:
@@ -97,7 +105,7 @@ def _session_defaults(config: pytest.Config) -> Any:
 
     workers = _xdist_workers(config)
     master = _spark_master(config, workers)
-    conf = _parse_conf(config.getoption("--spark-conf"))
+    conf = parse_conf(setting(config, "streamtest_conf"))
     if master.startswith("spark://") and workers > 1:
         # Each xdist worker's application takes a share of the cluster's cores, or
         # the first would take them all and the others wait for it to end.
@@ -105,7 +113,7 @@ def _session_defaults(config: pytest.Config) -> Any:
     return SessionDefaults(
         master=master,
         conf=conf,
-        jvm_logs=bool(config.getoption("--streamtest-jvm-logs")),
+        jvm_logs=bool(setting(config, "streamtest_jvm_logs")),
         jvm_options=_jvm_options(config, workers),
     )
 
@@ -123,7 +131,7 @@ def _shared_session(config: pytest.Config) -> SparkSession:
     see :func:`install_session_defaults`) and stopped when pytest ends if this run made
     it (shared by the ``spark`` fixture and scenario files)."""
     if _SESSION not in config.stash:
-        from .core.session import test_spark_session
+        from . import test_spark_session  # the face's: its exceptions show by their name
 
         # The active session, if any (made by the user, or by an outer pytest run in
         # this process), is not ours to stop: then no adoption happens.

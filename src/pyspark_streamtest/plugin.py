@@ -5,19 +5,35 @@ Fixtures:
 ``spark``
     A session-scoped, test-tuned SparkSession (see
     :func:`pyspark_streamtest.test_spark_session`), created on first use. Options:
-    ``--streamtest-master`` / ``--spark-master`` / ``$STREAMTEST_MASTER`` (default
-    ``local[2]``), ``--spark-conf KEY=VALUE`` (repeatable) and ``--streamtest-jvm-logs``
-    (the JVM's warnings and stack traces, for debugging). They are the defaults of every
-    session the library creates during the run: a driver made without ``spark=`` (or
+    ``--streamtest-master`` / ``$STREAMTEST_MASTER`` (default ``local[2]``),
+    ``--streamtest-conf KEY=VALUE`` (repeatable) and ``--streamtest-jvm-logs`` (the JVM's
+    warnings and stack traces, for debugging). They are the defaults of every session
+    the library creates during the run: a driver made without ``spark=`` (or
     ``test_spark_session()``) creates this same session, on the master the report
-    header names. A ``spark`` fixture of your own (in a conftest) takes precedence.
+    header names. A ``spark`` fixture of the project's own (in a conftest) overrides
+    this one by pytest's rules, and ``topology_driver`` then makes its drivers on it.
 
 ``topology_driver``
     A factory: ``topology_driver(topology, **options)`` (or
     ``topology_driver.from_app(main, **options)``) makes a
-    :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` session and closes
-    it after the test. The test then fails if a streaming query it started outside
-    any driver is still active.
+    :class:`~pyspark_streamtest.TopologyTestDriver` on the ``spark`` fixture's session
+    and closes it after the test. The test then fails if a streaming query it started
+    outside any driver is still active.
+
+``streamtest_golden``
+    ``streamtest_golden(driver, name)`` compares the driver's batch history with
+    ``golden/<name>.timeline`` beside the test module (see
+    :mod:`pyspark_streamtest.golden`); ``--streamtest-update-golden`` writes the files.
+
+``streamtest_<stream>``
+    ``streamtest_clickstream``, ``streamtest_customers_cdc``, ``streamtest_iot_readings``
+    and ``streamtest_orders_payments``: the canned event streams of
+    :mod:`pyspark_streamtest.canned` (records, reference pipeline, expected results);
+    ``stream.replay(driver)`` pipes them second by second.
+
+The names of release 0.1, ``golden``, ``clickstream``, ``customers_cdc``,
+``iot_readings`` and ``orders_payments``, work until the next release, with a
+``DeprecationWarning`` naming the new name.
 
 Open drivers:
 
@@ -25,15 +41,6 @@ A test that leaves a driver open (made during the test, not by a fixture wider t
 and neither closed nor used as a context manager) errors at teardown with
 :class:`~pyspark_streamtest.errors.DriverLeftOpenError` naming the test and the driver; the
 plugin closes the driver first, so the next test starts clean.
-
-``golden``
-    ``golden(driver, name)`` compares the driver's batch history with
-    ``golden/<name>.timeline`` beside the test module (see
-    :mod:`pyspark_streamtest.golden`); ``--streamtest-update-golden`` writes the files.
-
-``clickstream``, ``customers_cdc``, ``iot_readings``, ``orders_payments``
-    The canned event streams of :mod:`pyspark_streamtest.canned` (records, reference
-    pipeline, expected results); ``stream.replay(driver)`` pipes them second by second.
 
 Markers:
 
@@ -47,6 +54,15 @@ Markers:
     Skip the test, with a reason naming the PySpark line that adds the feature, when the
     ``spark`` session lacks any of the listed :class:`~pyspark_streamtest.Feature` values
     (or their string values). Only marked tests touch the session for this check.
+
+Options:
+
+Every option starts with ``--streamtest-`` (``--spark-master`` and ``--spark-conf``, the
+spellings of release 0.1, are aliases of ``--streamtest-master`` and
+``--streamtest-conf``) and has an ini option of the same name with underscores
+(``streamtest_master = spark://...`` in ``[tool.pytest.ini_options]``). The command line
+wins over ``$STREAMTEST_MASTER``, which wins over the ini file (see
+:mod:`pyspark_streamtest._plugin_options`).
 
 Scenario files:
 
@@ -63,7 +79,11 @@ per driver. ``--streamtest-timeline-dir DIR`` also writes each timeline as an SV
 ``--streamtest-durations N`` lists the N slowest tests (0: all) with their time split into
 Spark's micro-batches, query starts and stops, state reads and the rest.
 
-Importing this module does not import PySpark or start Spark.
+Cost where unused: importing this module imports neither PySpark nor Py4J, pandas,
+pyarrow or hypothesis, and starts no process; the report header reads versions from
+package metadata and the JDK's ``release`` file. PySpark is imported when a test first
+asks for ``spark`` or ``topology_driver`` (or is marked ``streamtest_requires``), or
+when a scenario file runs.
 """
 
 from __future__ import annotations
@@ -79,14 +99,20 @@ import pytest
 # The canned streams' fixtures are this plugin's too (pytest reads the module's names).
 from ._plugin_canned import clickstream as clickstream
 from ._plugin_canned import customers_cdc as customers_cdc
+from ._plugin_canned import deprecated_fixture
 from ._plugin_canned import iot_readings as iot_readings
 from ._plugin_canned import orders_payments as orders_payments
-from ._plugin_durations import add_durations_option, register_durations
+from ._plugin_canned import streamtest_clickstream as streamtest_clickstream
+from ._plugin_canned import streamtest_customers_cdc as streamtest_customers_cdc
+from ._plugin_canned import streamtest_iot_readings as streamtest_iot_readings
+from ._plugin_canned import streamtest_orders_payments as streamtest_orders_payments
+from ._plugin_durations import register_durations
 from ._plugin_factory import DriverFactory
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
 from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
-from ._plugin_oracle import add_oracle_options, register_oracle
+from ._plugin_options import add_options, resolve_options, setting
+from ._plugin_oracle import register_oracle
 from ._plugin_session import (
     _java_version,
     _jvm_options,
@@ -109,60 +135,11 @@ _DRIVERS = pytest.StashKey[list["TopologyTestDriver"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("pyspark-streamtest", "pyspark-streamtest (Spark streaming tests)")
-    group.addoption(
-        "--spark-master",
-        default=None,
-        help="Spark master of the session-scoped 'spark' fixture (default: local[2]; under "
-        "pytest-xdist local[N] with N = CPU cores per worker, 1 to 2).",
-    )
-    group.addoption(
-        "--streamtest-master",
-        default=None,
-        metavar="URL",
-        help="Spark master of the 'spark' fixture, e.g. spark://127.0.0.1:7077 from "
-        "`pyspark-streamtest cluster start` (also: env STREAMTEST_MASTER).",
-    )
-    group.addoption(
-        "--spark-conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Extra Spark setting for the 'spark' fixture; repeatable (default: none).",
-    )
-    group.addoption(
-        "--streamtest-cpu-load",
-        type=int,
-        default=0,
-        metavar="N",
-        help="Busy processes kept running during streamtest_determinism tests (default 0).",
-    )
-    group.addoption(
-        "--streamtest-timeline-dir",
-        default=None,
-        metavar="DIR",
-        help="Write an SVG timeline picture per driver of each failing test to DIR; the "
-        "JUnit XML report carries its path as the property 'streamtest_timeline'.",
-    )
-    group.addoption(
-        "--streamtest-jvm-logs",
-        action="store_true",
-        default=False,
-        help="Let the 'spark' fixture's JVM log warnings and errors with their stack "
-        "traces, and PySpark its JSON logs of errors (default: errors only, one line each, "
-        "none for failures a driver reports).",
-    )
-    add_durations_option(group)
-    add_oracle_options(group)
-    group.addoption(
-        "--streamtest-update-golden",
-        action="store_true",
-        default=False,
-        help="Write golden timeline files instead of comparing with them.",
-    )
+    add_options(parser)  # each on the command line and in the ini file
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    resolve_options(config)
     register_durations(config)
     register_oracle(config)
     install_session_defaults(config)
@@ -184,7 +161,8 @@ def _streamtest_requires(request: pytest.FixtureRequest) -> None:
     markers = list(request.node.iter_markers("streamtest_requires"))
     if not markers:
         return
-    from .core.features import UnsupportedFeatureError, as_feature, require_feature
+    from . import UnsupportedFeatureError, require_feature
+    from .core.features import as_feature
 
     wanted = [as_feature(f) for marker in markers for f in marker.args]
     if not wanted:
@@ -201,7 +179,13 @@ def _streamtest_requires(request: pytest.FixtureRequest) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    """One line: the versions and the master a rerun needs. Cheap, as the header shows
+    on every run, those that never use Spark included: the versions come from package
+    metadata and the JDK's ``release`` file (see ``_java_version``), not from importing
+    PySpark or starting a JVM."""
     from importlib.metadata import version
+
+    from . import __version__
 
     try:
         pyspark_version = version("pyspark")
@@ -209,7 +193,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         pyspark_version = "not installed"
     workers = _xdist_workers(config)
     return [
-        f"pyspark-streamtest {version('pyspark-streamtest')}: PySpark {pyspark_version}, "
+        f"pyspark-streamtest {__version__}: PySpark {pyspark_version}, "
         f"Java {_java_version()}, Python {sys.version.split()[0]}, "
         f"spark master {_spark_master(config, workers)}"
         + (" per xdist worker" if workers > 1 else "")
@@ -219,7 +203,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 @pytest.fixture(scope="session")
 def spark(pytestconfig: pytest.Config) -> SparkSession:
-    """A local SparkSession tuned for tests, shared by the whole test session."""
+    """A local SparkSession tuned for tests, shared by the whole test session, made on
+    first use. A project's own ``spark`` fixture (in a conftest) overrides this one, by
+    pytest's rules, for ``topology_driver`` and ``streamtest_requires`` too."""
     return _shared_session(pytestconfig)
 
 
@@ -227,7 +213,8 @@ def spark(pytestconfig: pytest.Config) -> SparkSession:
 def topology_driver(
     spark: SparkSession, request: pytest.FixtureRequest
 ) -> Iterator[DriverFactory]:
-    """Factory of TopologyTestDriver objects on the ``spark`` fixture, closed after the test.
+    """Factory of TopologyTestDriver objects on the ``spark`` fixture (whichever
+    ``spark`` the test sees: the project's own, if it has one), closed after the test.
     When the test fails, the report gets a "streamtest timeline" section per driver."""
     made: list[TopologyTestDriver] = []
     request.node.stash[_DRIVERS] = made
@@ -255,12 +242,13 @@ def topology_driver(
 
 
 @pytest.fixture
-def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
-    """``golden(driver_or_batches, name)``: compare with ``golden/<name>.timeline`` next to
-    the test module, or write it under ``--streamtest-update-golden``."""
-    from .reporting.golden import assert_matches_golden
+def streamtest_golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
+    """``streamtest_golden(driver_or_batches, name)``: compare with
+    ``golden/<name>.timeline`` next to the test module, or write it under
+    ``--streamtest-update-golden`` (ini: ``streamtest_update_golden``)."""
+    from . import assert_matches_golden
 
-    update = bool(request.config.getoption("--streamtest-update-golden"))
+    update = bool(setting(request.config, "streamtest_update_golden"))
     folder = request.path.parent / "golden"
 
     def check(driver: Any, name: str) -> None:
@@ -269,6 +257,9 @@ def golden(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
         assert_matches_golden(driver, folder / f"{name}.timeline", update=update)
 
     return check
+
+
+golden = deprecated_fixture("golden", "streamtest_golden")  # pytest-golden's name too
 
 
 @pytest.hookimpl(wrapper=True)
@@ -280,7 +271,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if histories and report.when == "call" and report.failed:
         from .reporting.timeline import format_timeline
 
-        folder = item.config.getoption("--streamtest-timeline-dir")
+        folder = setting(item.config, "streamtest_timeline_dir")
         for index, history in enumerate(histories):
             batches = getattr(history, "batches", history)  # an open driver, or its batches
             suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
@@ -401,7 +392,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     from .gates._load import busy_processes
 
-    with busy_processes(int(pyfuncitem.config.getoption("--streamtest-cpu-load"))):
+    with busy_processes(int(setting(pyfuncitem.config, "streamtest_cpu_load"))):
         histories = []
         for _ in range(runs):
             first = len(drivers)
