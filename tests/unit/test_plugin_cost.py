@@ -1,0 +1,121 @@
+"""What the plugin costs a project that never uses Spark (issue 37): pytest loads it on
+every run, so loading it imports nothing heavy and starts no process, and a one-test run
+is at most 0.3 s slower with it than without it. PySpark comes with the first fixture
+or face name that needs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+pytest_plugins = ["pytester"]
+
+HEAVY = ["pyspark", "py4j", "pandas", "pyarrow", "hypothesis"]
+
+# Run first in a fresh interpreter: records every process started from then on.
+RECORD_PROCESSES = textwrap.dedent("""
+    import subprocess
+
+    STARTED = []
+
+    class _Recorded(subprocess.Popen):
+        def __init__(self, args, *rest, **options):
+            STARTED.append(args)
+            super().__init__(args, *rest, **options)
+
+    subprocess.Popen = _Recorded
+""")
+
+
+def fresh(code: str) -> dict:
+    """Run ``code`` (after RECORD_PROCESSES) in a new interpreter; what it printed as
+    JSON on its last line."""
+    done = subprocess.run([sys.executable, "-c", RECORD_PROCESSES + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_plugin_imports_nothing_heavy_and_starts_no_process():
+    found = fresh(f"""
+        import json, sys
+        import pyspark_streamtest.plugin
+        print(json.dumps({{"heavy": [m for m in {HEAVY!r} if m in sys.modules],
+                           "started": STARTED}}))
+    """)
+    assert found == {"heavy": [], "started": []}
+
+
+def test_the_face_imports_pyspark_with_the_first_name_that_needs_it():
+    """The check above can fail: a face name that needs PySpark brings it in."""
+    found = fresh("""
+        import json, sys
+        import pyspark_streamtest
+        before = "pyspark" in sys.modules
+        listed = set(pyspark_streamtest.__all__) <= set(dir(pyspark_streamtest))
+        from pyspark_streamtest import TopologyTestDriver
+        print(json.dumps({"before": before, "after": "pyspark" in sys.modules,
+                          "listed": listed,
+                          "same": TopologyTestDriver is pyspark_streamtest.TopologyTestDriver}))
+    """)
+    assert found == {"before": False, "after": True, "listed": True, "same": True}
+
+
+def test_an_exception_of_a_module_imported_behind_the_face_gets_its_name_on_first_use():
+    """``UnsupportedFeatureError`` lives with PySpark-importing code: when the driver
+    imports it, the next name the face hands out names it on the face too."""
+    found = fresh("""
+        import json
+        import pyspark_streamtest
+        from pyspark_streamtest.core.features import UnsupportedFeatureError
+        pyspark_streamtest.Topology  # any name of the face, first used
+        print(json.dumps([UnsupportedFeatureError.__module__,
+                          pyspark_streamtest.UnsupportedFeatureError
+                          is UnsupportedFeatureError]))
+    """)
+    assert found == ["pyspark_streamtest", True]
+
+
+CONFTEST_RECORDING = RECORD_PROCESSES + textwrap.dedent(f"""
+    import sys
+
+    def pytest_sessionfinish(session):
+        heavy = [m for m in {HEAVY[:4]!r} if m in sys.modules]
+        (session.config.rootpath / "seen.txt").write_text(repr((heavy, STARTED)))
+""")
+
+
+def test_a_run_that_uses_no_spark_imports_none_of_it_and_starts_no_process(pytester):
+    """A whole session, report header included (hypothesis is left out here: its own
+    pytest plugin may import it)."""
+    pytester.makeconftest(CONFTEST_RECORDING)
+    pytester.makepyfile(test_one="def test_one():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["pyspark-streamtest *: PySpark *, Java *, Python *"])
+    assert (pytester.path / "seen.txt").read_text() == "([], [])"
+
+
+def _one_run(pytester, *args: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    took = time.perf_counter() - started
+    result.assert_outcomes(passed=1)
+    return took, result.stdout.str()
+
+
+def test_a_run_that_uses_no_spark_is_at_most_0_3_s_slower_with_the_plugin(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    assert 1 + 1 == 2\n")
+    with_plugin, without = [], []
+    for _ in range(3):  # alternated, so that a busy moment of the machine hits both
+        took, output = _one_run(pytester)
+        assert "pyspark-streamtest 0" in output  # the header: the plugin was loaded
+        with_plugin.append(took)
+        took, output = _one_run(pytester, "-p", "no:pyspark_streamtest")
+        assert "pyspark-streamtest 0" not in output
+        without.append(took)
+    print(f"best of 3: {min(with_plugin):.2f} s with the plugin, {min(without):.2f} s "
+          "without")
+    assert min(with_plugin) - min(without) <= 0.3
