@@ -16,21 +16,22 @@ def test_reference_pipeline_writes_the_expected_results(topology_driver, name):
     assert stream.read_outputs(driver) == stream.expected
 
 
-def test_what_each_stream_exercises(topology_driver, clickstream, customers_cdc, iot_readings):
-    driver = topology_driver(clickstream.topology)
-    clickstream.replay(driver)
+def test_what_each_stream_exercises(topology_driver, streamtest_clickstream,
+                                    streamtest_customers_cdc, streamtest_iot_readings):
+    driver = topology_driver(streamtest_clickstream.topology)
+    streamtest_clickstream.replay(driver)
     assert [b.num_rows_dropped_by_watermark for b in driver.batches] == [0, 0, 0, 0, 0, 1]
     assert [x.record.value["url"] for x in driver.late_records("counts")] == ["/late"]
 
-    driver = topology_driver(iot_readings.topology)
-    iot_readings.replay(driver)
+    driver = topology_driver(streamtest_iot_readings.topology)
+    streamtest_iot_readings.replay(driver)
     # s2's clock runs 40 s behind, yet its readings count (within the 30 s grace of the
     # previous batch's watermark), except the last, which arrives after minute 1 closed.
     assert [(x.record.value["sensor"], x.batch_id) for x in driver.late_records("averages")] == [
         ("s2", 6)]
 
-    driver = topology_driver(customers_cdc.topology)
-    customers_cdc.replay(driver)
+    driver = topology_driver(streamtest_customers_cdc.topology)
+    streamtest_customers_cdc.replay(driver)
     table = driver.create_output_topic("customers-table", key_deserializer="string",
                                        value_deserializer="json")
     assert table.read_key_values_to_map(tombstones="delete") == {

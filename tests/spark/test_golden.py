@@ -21,7 +21,7 @@ from tests.helpers import clicks_per_user
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
-def test_clicks(topology_driver, golden):
+def test_clicks(topology_driver, streamtest_golden):
     driver = topology_driver(clicks_per_user)
     clicks = driver.create_input_topic("clicks")
     clicks.pipe_input({{"user": "a", "url": "/"}}, timestamp=T0 + timedelta(seconds=1))
@@ -29,7 +29,7 @@ def test_clicks(topology_driver, golden):
     driver.process_all_available()
     clicks.pipe_input({{"user": "b", "url": "/"}}, timestamp=T0 + timedelta(seconds=21))
     driver.process_all_available()
-    golden(driver, "clicks")
+    streamtest_golden(driver, "clicks")
 """
 
 

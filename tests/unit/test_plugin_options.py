@@ -173,6 +173,16 @@ def test_the_0_1_spellings_are_aliases(pytester):
     assert values["streamtest_conf"] == ["spark.x=1", "spark.y=2"]
 
 
+def test_getoption_gives_the_value_in_force_by_any_spelling(pytester):
+    pytester.makefile(".ini", pytest="[pytest]\nstreamtest_master = spark://ini-host:3\n")
+    pytester.makepyfile(test_spellings="""
+        def test_spellings(pytestconfig):
+            for spelling in ("streamtest_master", "--streamtest-master", "--spark-master"):
+                assert pytestconfig.getoption(spelling) == "spark://ini-host:3", spelling
+    """)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_the_master_from_the_environment_sits_between_the_command_line_and_the_ini(
         pytester, monkeypatch):
     pytester.makefile(".ini", pytest="[pytest]\nstreamtest_master = spark://ini-host:1\n")

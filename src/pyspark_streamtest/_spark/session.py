@@ -14,7 +14,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
-from . import session_defaults
+from . import session_defaults, warm_workers
 from .python_logs import quiet_query_context_logs
 from .versions import check_pyspark_version
 
@@ -35,6 +35,11 @@ TEST_CONF: Mapping[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.streaming.stateStore.maintenanceInterval": "600s",
     "spark.python.worker.reuse": "true",
+    # How long a Python worker and the JVM wait for each other's socket and its
+    # authentication (Spark's default 15 s): on a loaded machine 15 s can pass before
+    # the other side is scheduled, and the batch fails with CANNOT_OPEN_SOCKET although
+    # nothing is wrong with it (issue 36). A dead peer is still seen at once (EOF).
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 
 # JVM options for a test JVM that shares its CPU cores with another one (pytest-xdist
@@ -72,7 +77,11 @@ def build_test_session(
     warehouse = tempfile.mkdtemp(prefix="pyspark-streamtest-warehouse-")
     atexit.register(shutil.rmtree, warehouse, True)
     settings = dict(TEST_CONF)
-    settings["spark.pyspark.python"] = sys.executable
+    # Spark's workers start through the warm worker launcher where it can (see
+    # warm_workers): PySpark reads the workers' executable from PYSPARK_PYTHON when the
+    # context starts, so it is set for that moment only.
+    workers_python = warm_workers.worker_python(os.environ["PYSPARK_PYTHON"], master)
+    settings["spark.pyspark.python"] = workers_python
     settings["spark.sql.warehouse.dir"] = warehouse
     log_config = _LOG4J2_FULL if jvm_logs else _LOG4J2
     log_option = f"-Dlog4j2.configurationFile={log_config.as_uri()}"
@@ -86,7 +95,12 @@ def build_test_session(
         builder = builder.config(key, value)
     # A context of this process made elsewhere (another thread's session) is not ours.
     ours = SparkContext._active_spark_context is None
-    session = builder.getOrCreate()
+    chosen_python = os.environ["PYSPARK_PYTHON"]
+    os.environ["PYSPARK_PYTHON"] = workers_python
+    try:
+        session = builder.getOrCreate()
+    finally:
+        os.environ["PYSPARK_PYTHON"] = chosen_python
     if ours and created is not None:
         created(session)
     return session
