@@ -182,7 +182,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """One line: the versions and the master a rerun needs. Cheap, as the header shows
     on every run, those that never use Spark included: the versions come from package
     metadata and the JDK's ``release`` file (see ``_java_version``), not from importing
-    PySpark or starting a JVM."""
+    PySpark or starting a JVM. (Under pytest-xdist only, naming the JVM options imports
+    PySpark: the constant lives with its session code.)"""
     from importlib.metadata import version
 
     from . import __version__
