@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.equality import assert_values_equal
+from ..core.equality import Comparison, compare_values
 from ..core.records import BatchRecord, KeyValue, TestRecord
 from ..errors import (
     DeserializationError,
@@ -220,16 +220,43 @@ class TestOutputTopic:
         """Remove every unread record and return their values (possibly none)."""
         return [record.value for record in self.read_records_to_list()]
 
-    def assert_values(self, expected: Sequence[Any], *, ignore_order: bool = False) -> None:
-        """Read every unread value and assert it equals ``expected`` (in order, or as a
-        multiset with ``ignore_order``); on a mismatch the error shows expected and actual
-        side by side, each actual value with the micro-batch that emitted it, and the
-        differing fields (see :mod:`pyspark_streamtest.assertions`).
-        """
-        records = self.read_records_to_list()
-        assert_values_equal([r.value for r in records], expected, ignore_order=ignore_order,
-                            title=f"{self._kind()} {self._name!r}",
-                            batch_ids=[r.batch_id for r in records])
+    def assert_values(
+        self,
+        expected: Sequence[Any],
+        *,
+        ignore_order: bool = False,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+        ignore_columns: Collection[str] | None = None,
+    ) -> None:
+        """Read every unread value and assert it equals ``expected``; on a mismatch the
+        error shows expected and actual side by side, each actual value with the
+        micro-batch that emitted it, and the differing fields (see
+        :func:`~pyspark_streamtest.assert_values_equal`, which compares the same way).
+
+        In order by default, as a Kafka consumer reads a partition (first in, first
+        out); ``ignore_order=True`` compares as multisets (rows of one micro-batch have
+        no order in Spark). Floats compare exactly unless ``rtol``/``atol`` is given
+        (``math.isclose`` on every number anywhere in a value, one of a pair a float);
+        ``pytest.approx(...)`` inside an expected value compares with its own tolerance.
+        ``ignore_columns`` leaves those top-level fields out of both sides.
+
+        The options are checked before anything is read: an option the call cannot
+        use, or a name of ``ignore_columns`` that no value (unread or expected) has,
+        raises :class:`~pyspark_streamtest.errors.InvalidArgumentError` (or
+        :class:`~pyspark_streamtest.errors.InvalidArgumentTypeError`) and leaves the
+        records unread. A mismatch has read them all."""
+        how = Comparison.of(ignore_order=ignore_order, rtol=rtol, atol=atol,
+                            ignore_columns=ignore_columns)
+        self._link.check_open()
+        queue = self._link.history.queue(self._name)
+        records = [self._deserialize(r) for r in queue or ()]
+        values = [r.value for r in records]
+        how.check_columns(values, expected)
+        if queue is not None:
+            queue.clear()
+        compare_values(values, expected, how, title=f"{self._kind()} {self._name!r}",
+                       batch_ids=[r.batch_id for r in records])
 
     def read_key_value(self) -> KeyValue:
         """Kafka topics: remove the oldest unread record; return ``KeyValue(key, value)``."""
