@@ -12,6 +12,7 @@ refuse, ...) only the loader checks.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ INSTANT_PATTERN = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(
                    r" *([Zz]|[+-][0-9]{1,2}(:?[0-9]{2})?)")
 TIME_PATTERN = rf"(\+{DURATION_PATTERN}|{INSTANT_PATTERN})"
 TOPOLOGY_PATTERN = r"[^:\s]+:[^:\s]+"
+# A number >= 0 as text: PyYAML reads 1e-9 (no dot) as a string, YAML 1.2 as a number.
+NUMBER_PATTERN = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?"
 _UNITS = {"ms": timedelta(milliseconds=1), "s": timedelta(seconds=1),
           "m": timedelta(minutes=1), "h": timedelta(hours=1), "d": timedelta(days=1)}
 
@@ -192,6 +195,24 @@ def _topology(value: Any, start: datetime) -> str:
     return value
 
 
+def _tolerance(value: Any, start: datetime) -> float:
+    if isinstance(value, str) and re.fullmatch(NUMBER_PATTERN, value):
+        value = float(value)
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value < 0):
+        raise ValueError("must be a number >= 0, such as 1e-9 (0 compares exactly)")
+    return float(value)
+
+
+def _names(value: Any, start: datetime) -> list[str]:
+    if not isinstance(value, list):
+        raise ValueError("must be a list of field names, such as [id]")
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not name:
+            raise CheckError("must be a field name (a non-empty string)", f"[{index}]")
+    return value
+
+
 def _pairs(value: Any, start: datetime) -> list[Any]:
     if not isinstance(value, list):
         raise ValueError("must be a list")
@@ -213,6 +234,12 @@ TIME = Value({"type": "string", "pattern": f"^{TIME_PATTERN}$",
                              "+DURATION after start_time (+5s)"},
              parse_time, name="time")
 COUNT = _whole("must be a whole number >= 0")
+TOLERANCE = Value({"anyOf": [{"type": "number", "minimum": 0},
+                             {"type": "string", "pattern": f"^{NUMBER_PATTERN}$"}],
+                   "description": "a number >= 0 (YAML 1.1 reads 1e-9, without a dot, as "
+                                  "text: that is taken too)"},
+                  _tolerance, name="tolerance")
+COLUMNS = Value({"type": "array", "items": {"type": "string", "minLength": 1}}, _names)
 BOOL = _of_type(bool, "must be true or false", {"type": "boolean"})
 SERDE = _of_type(str, "must be a name such as string or json", {"type": "string"})
 
@@ -281,6 +308,12 @@ STEPS: Mapping[str, StepKind] = {
                                     {"type": "object"}),
                            "the last value per key, tombstones deleting it (Kafka topics)"),
             "ignore_order": Entry(BOOL, "compare as a multiset (default true)"),
+            "rtol": Entry(TOLERANCE, "relative tolerance of floats, as math.isclose's "
+                                     "rel_tol (default 0: exact)"),
+            "atol": Entry(TOLERANCE, "absolute tolerance of floats, as math.isclose's "
+                                     "abs_tol (default 0: exact)"),
+            "ignore_columns": Entry(COLUMNS, "top-level fields of the values (rows) left "
+                                             "out of both sides"),
         }, one_of=("values", "key_values", "table"),
             choice="give exactly one of 'values', 'key_values' or 'table'")),
     "expect_watermark": StepKind(

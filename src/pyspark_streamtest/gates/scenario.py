@@ -7,6 +7,7 @@ The file format is documented in :mod:`pyspark_streamtest.gates.scenario_file`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -20,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..core._stable import parse_instant, utc_text
-from ..core.equality import assert_values_equal
+from ..core.equality import Comparison, compare_values
 from ..core.records import BatchRecord
 from ..core.time import require_aware
 from ..errors import hide_our_frames
@@ -268,25 +269,30 @@ class _Runner:
                                      f"actual {len(late)}:\n{listed}")
 
     def _expect(self, args: Mapping[str, Any]) -> None:
+        """Compare as ``expect`` says: ``ignore_order`` (default true), ``rtol``,
+        ``atol`` and ``ignore_columns`` as in ``assert_values_equal``; for
+        ``key_values`` and ``table`` the columns are the values' fields."""
+        how = Comparison.of(ignore_order=bool(args.get("ignore_order", True)),
+                            rtol=args.get("rtol", 0.0), atol=args.get("atol", 0.0),
+                            ignore_columns=args.get("ignore_columns"))
         handle = self._output(args["topic"])
         title = f"topic {args['topic']!r}"
-        ignore_order = bool(args.get("ignore_order", True))
         if "table" in args:
             actual_table = handle.read_key_values_to_map(tombstones="delete")
-            assert_values_equal(
+            compare_values(
                 [[k, v] for k, v in actual_table.items()],
                 [[k, _instants(v)] for k, v in args["table"].items()],
-                ignore_order=True, title=f"{title} as a table")
+                dataclasses.replace(how, ignore_order=True), title=f"{title} as a table",
+                keyed=True)
         elif "key_values" in args:
-            assert_values_equal(
+            compare_values(
                 [[kv.key, kv.value] for kv in handle.read_key_values_to_list()],
                 [[k, _instants(v)] for k, v in args["key_values"]],
-                ignore_order=ignore_order, title=title)
+                how, title=title, keyed=True)
         else:
             records = handle.read_records_to_list()
-            assert_values_equal([r.value for r in records], _instants(args["values"]),
-                                ignore_order=ignore_order, title=title,
-                                batch_ids=[r.batch_id for r in records])
+            compare_values([r.value for r in records], _instants(args["values"]), how,
+                           title=title, batch_ids=[r.batch_id for r in records])
 
 
 def _instants(value: Any) -> Any:

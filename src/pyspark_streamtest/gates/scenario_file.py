@@ -48,12 +48,17 @@ Steps (each a one-key mapping, or a bare word for ``process`` and ``restart``):
 ``process``, ``restart``
     :meth:`~pyspark_streamtest.TopologyTestDriver.process_all_available`,
     :meth:`~pyspark_streamtest.TopologyTestDriver.restart`.
-``expect: {topic, values | key_values | table, ignore_order}``
+``expect: {topic, values | key_values | table, ignore_order, rtol, atol, ignore_columns}``
     Reads every record of ``topic`` not read by an earlier ``expect`` and compares:
     ``values`` (a list), ``key_values`` (a list of ``[key, value]`` pairs, Kafka
     topics) or ``table`` (Kafka topics: the last value per key, tombstones deleting
     their key). ``ignore_order`` defaults to true: rows of one micro-batch have no
-    order in Spark. A failure shows expected and actual side by side.
+    order in Spark (a ``table`` has no order). ``rtol`` and ``atol`` (numbers >= 0,
+    default 0: exact) compare every number, one of a pair a float, as
+    ``math.isclose(a, b, rel_tol=rtol, abs_tol=atol)``; ``ignore_columns`` (a list of
+    field names) leaves those top-level fields of the values (for ``key_values`` and
+    ``table``: of each value, not the key) out of both sides. A failure shows expected
+    and actual side by side, and the tolerances and ignored columns in force.
 ``expect_watermark: {output, at: TIME | null}``
     The watermark the next batch of ``output`` runs with (``output`` may be left out
     when the topology has one output).
