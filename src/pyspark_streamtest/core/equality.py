@@ -10,10 +10,9 @@ expected value, the actual one, a ``*`` where they differ, and which fields diff
        * 1  {"count":1,"user":"b"}       {"count":2,"user":"b"}    count: 1 != 2
        * 2  -                            {"count":1,"user":"c"}
 
-With tolerances or ignored columns in force the first line says so
-(``...; 1 differ; compared with rtol=1e-09, atol=0.0; ignoring columns: id``) and a
-float field that is off shows both values and by how much
-(``avg: 0.3 != 0.31 (off by 0.01, allowed 3.1e-10)``).
+With tolerances or ignored columns in force the first line names them
+(``compared with rtol=1e-09, atol=0.0; ignoring columns: id``), and a float that is off
+shows by how much (``avg: 0.3 != 0.31 (off by 0.01, allowed 3.1e-10)``).
 
 ``TestOutputTopic.assert_values(expected)`` reads the topic and asserts this way.
 """
@@ -57,9 +56,8 @@ class Comparison:
         """The comparison the options ask for; an option it cannot use raises
         ``InvalidArgumentError`` (``InvalidArgumentTypeError`` for a wrong type)."""
         if not isinstance(ignore_order, bool):
-            raise InvalidArgumentTypeError(
-                f"ignore_order must be True or False, got {type(ignore_order).__name__} "
-                f"{ignore_order!r}")
+            raise InvalidArgumentTypeError("ignore_order must be True or False, got "
+                                           f"{type(ignore_order).__name__} {ignore_order!r}")
         return cls(ignore_order, _tolerance("rtol", rtol), _tolerance("atol", atol),
                    _column_names(ignore_columns))
 
@@ -87,13 +85,11 @@ class Comparison:
 
 def _tolerance(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise InvalidArgumentTypeError(
-            f"{name} must be a number >= 0 such as {name}=1e-9, got "
-            f"{type(value).__name__} {value!r}")
+        raise InvalidArgumentTypeError(f"{name} must be a number >= 0 such as {name}=1e-9, "
+                                       f"got {type(value).__name__} {value!r}")
     if not math.isfinite(value) or value < 0:
-        raise InvalidArgumentError(
-            f"{name} must be a finite number >= 0, got {value!r}; pass e.g. {name}=1e-9 "
-            "(0, the default, compares floats exactly)")
+        raise InvalidArgumentError(f"{name} must be a finite number >= 0, got {value!r}; pass "
+                                   f"e.g. {name}=1e-9 (0, the default, compares exactly)")
     return float(value)
 
 
@@ -101,14 +97,12 @@ def _column_names(names: Any) -> frozenset[str]:
     if names is None:
         return frozenset()
     if isinstance(names, (str, bytes, Mapping)) or not isinstance(names, Collection):
-        raise InvalidArgumentTypeError(
-            "ignore_columns must be a collection of field names such as ['id'], got "
-            f"{type(names).__name__} {names!r}")
+        raise InvalidArgumentTypeError("ignore_columns must be a collection of field names "
+                                       f"such as ['id'], got {type(names).__name__} {names!r}")
     for name in names:
         if not isinstance(name, str):
-            raise InvalidArgumentTypeError(
-                f"ignore_columns holds {name!r} ({type(name).__name__}); field names are "
-                "strings, such as ignore_columns=['id']")
+            raise InvalidArgumentTypeError(f"ignore_columns holds {name!r} ({type(name).__name__});"
+                                           " field names are strings, such as ['id']")
         if not name:
             raise InvalidArgumentError("ignore_columns holds an empty name; give field "
                                        "names, such as ignore_columns=['id']")
@@ -186,6 +180,16 @@ def _shape(value: Any, tolerant: bool) -> str | None:
         return None
 
 
+def _numbers(value: Any) -> list[Any]:
+    """The numbers of a normal value, in order: values of one shape sorted by them stand
+    near the values they are close to."""
+    if isinstance(value, dict):
+        return [n for key in sorted(value) for n in _numbers(value[key])]
+    if isinstance(value, list):
+        return [n for item in value for n in _numbers(item)]
+    return [value] if _number(value) else []
+
+
 def _text(value: Any) -> str:
     """A normal value's JSON text, approx objects as ``approx(2.5 ± 2.5e-06)``."""
     def shown(item: Any) -> Any:
@@ -253,8 +257,8 @@ def _matching(want: list[Any], got: list[Any], how: Comparison) -> dict[int, int
     miss a pairing that exists. Only values of one :func:`_shape` are tried together."""
     buckets: dict[str, list[int]] = defaultdict(list)
     wild: list[int] = []
-    for j, value in enumerate(got):
-        shape = _shape(value, how.tolerant)
+    for j in sorted(range(len(got)), key=lambda j: _numbers(got[j])):  # near ones first
+        shape = _shape(got[j], how.tolerant)
         (wild if shape is None else buckets[shape]).append(j)
     tries: list[list[int]] = []
     for value in want:
@@ -269,8 +273,8 @@ def _matching(want: list[Any], got: list[Any], how: Comparison) -> dict[int, int
 
     left: dict[int, int] = {}
     right: dict[int, int] = {}
-    for i, candidates in enumerate(tries):  # first fit
-        first = next((j for j in candidates if j not in right and edge(i, j)), None)
+    for i in sorted(range(len(want)), key=lambda i: _numbers(want[i])):  # first fit
+        first = next((j for j in tries[i] if j not in right and edge(i, j)), None)
         if first is not None:
             left[i], right[first] = first, i
     for root in range(len(want)):
