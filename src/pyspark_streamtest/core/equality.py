@@ -123,7 +123,7 @@ def _is_approx(value: Any) -> bool:
 
 
 def _normal(value: Any) -> Any:
-    """``value`` as compared: mappings (and Spark ``Row``\\ s with field names) as dicts
+    """``value`` as compared: mappings (and Spark ``Row`` objects with field names) as dicts
     with text keys, lists and tuples as lists, other values as :func:`plain` gives them
     (datetimes and ISO-instant strings as UTC text, NaN as ``"NaN"``); pytest.approx
     objects are kept."""
@@ -332,12 +332,12 @@ def assert_values_equal(
     """Assert that ``actual`` equals ``expected``, position by position, or as multisets
     with ``ignore_order`` (rows of one micro-batch have no order in Spark).
 
-    Values compare structurally: mappings (and ``Row``\\ s with field names) by their
+    Values compare structurally: mappings (and ``Row`` objects with field names) by their
     fields, lists and tuples item by item, datetimes and ISO-instant strings with a zone
     as instants, NaN equal to NaN. Floats compare exactly by default (``1`` and ``1.0``
     differ); with ``rtol`` or ``atol`` every number anywhere in a value, one of a pair a
-    float, compares as ``math.isclose(a, b, rel_tol=rtol, abs_tol=atol)`` (as
-    ``pyspark.testing.assertDataFrameEqual`` does, there with other defaults). A
+    float, compares as ``math.isclose(a, b, rel_tol=rtol, abs_tol=atol)`` (PySpark's
+    ``assertDataFrameEqual``: within ``atol + rtol * abs(b)``, 1e-8 and 1e-5 by default). A
     ``pytest.approx(...)`` placed anywhere in an expected value compares with its own
     tolerance. ``ignore_columns`` (field names) leaves those top-level fields out of
     every mapping on both sides before comparing; a name that no value has is an error
