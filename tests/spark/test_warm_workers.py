@@ -16,7 +16,7 @@ import pytest
 
 from pyspark_streamtest import Feature
 from pyspark_streamtest._spark import warm_workers
-from tests.spark.test_transform_with_state import _run_and_check
+from tests.spark.test_transform_with_state import ROCKSDB, _run_and_check
 
 pytestmark = pytest.mark.skipif(
     not warm_workers.enabled("local[1]"), reason="warm workers run on Linux only"
@@ -125,3 +125,40 @@ def test_the_transform_with_state_planner_starts_warm(topology_driver, spark):
     before = _started(workers)
     _run_and_check(topology_driver, spark, "transformWithStateInPandas")
     assert _started(workers) > before
+
+
+def _greeting_topology(t):
+    """A transformWithStateInPandas query whose processor prints in init(), which the
+    planner calls at the query's start."""
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Greets(StatefulProcessor):
+        def init(self, handle):
+            print("the user's processor says hello", flush=True)
+            self.seen = handle.getValueState("seen", "n LONG")
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: N802, N803 (Spark API)
+            count = sum(len(frame) for frame in rows)
+            yield pd.DataFrame({"user": [key[0]], "n": [count]})
+
+        def close(self):
+            pass
+
+    clicks = t.input("clicks", schema="user STRING")
+    t.output("greeted", clicks.groupBy("user").transformWithStateInPandas(
+        Greets(), "user STRING, n LONG", "Update", "None"), output_mode="update")
+
+
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_the_planner_s_own_log_lines_are_quiet_and_the_user_s_prints_stay(
+        topology_driver, capfd):
+    capfd.readouterr()
+    driver = topology_driver(_greeting_topology, sql_conf=ROCKSDB)
+    driver.create_input_topic("clicks").pipe_input({"user": "a"})
+    driver.process_all_available()
+    assert driver.create_output_topic("greeted").read_values_to_list() == [
+        {"user": "a", "n": 1}]
+    printed = "".join(capfd.readouterr())
+    assert "the user's processor says hello" in printed  # Spark's copy of worker output
+    assert "TransformWithStateInPandas Python worker" not in printed

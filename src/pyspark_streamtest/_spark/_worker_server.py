@@ -1,7 +1,7 @@
 """The warm worker server: one Python process that has imported PySpark's worker modules
 once, and forks a ready child for each Python worker that Spark starts afresh.
 
-Run by path (``python _worker_server.py SOCKET PARENT_PID``), never imported: it must
+Run by path (``python _worker_server.py SOCKET PARENT_PID quiet|logs``), never imported: it must
 not import the package (whose face imports PySpark's session machinery) nor any user
 code, so that every child imports the user's modules as they are on disk now.
 
@@ -35,6 +35,7 @@ import struct
 import sys
 import traceback
 from importlib.machinery import PathFinder
+from typing import TextIO
 
 # The modules whose import is most of a new worker's start.
 PREIMPORTED = (
@@ -54,6 +55,43 @@ START_TIME_ENV = (
 )
 
 _INT = struct.Struct("!i")
+
+# PySpark's transformWithState planner prints four or five lines of up to 600
+# characters at every query start ("Starting Streaming TransformWithStateInPandas Python
+# worker." ...) to its stdout, which Spark copies to the JVM's stderr: a third of every
+# failure report. Quiet (unless the JVM's logs are asked for), they are dropped, and
+# only they: whatever the user's processor prints stays.
+_PLANNER = "pyspark.sql.streaming.transform_with_state_driver_worker"
+_PLANNER_LOG = "Streaming TransformWithStateInPandas Python worker"
+
+
+class _WithoutPlannerLogs:
+    """A text stream that passes everything but PySpark's planner log lines."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._line = ""
+        self._dropped = False
+
+    def write(self, text: str) -> int:
+        self._line += text
+        while "\n" in self._line:
+            line, self._line = self._line.split("\n", 1)
+            if _PLANNER_LOG in line or (self._dropped and not line):
+                self._dropped = _PLANNER_LOG in line
+                continue
+            self._dropped = False
+            self._stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line and _PLANNER_LOG not in self._line:
+            self._stream.write(self._line)
+            self._line = ""
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
 
 
 def _read_request(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -135,6 +173,10 @@ def _run_child(module: str, request: dict[str, object], fds: list[int],
         sys.argv = [str(a) for a in argv[1:]]
         sys.path[:] = _child_path(request, base)
         importlib.invalidate_caches()
+        # Run as `python -m` runs it: afresh as __main__ (its imports stay warm).
+        sys.modules.pop(module, None)
+        if module == _PLANNER and _QUIET:
+            sys.stdout = _WithoutPlannerLogs(sys.stdout)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exit_:
         code = exit_.code
@@ -229,5 +271,8 @@ def serve(path: str, parent: int) -> None:
                     os.close(fd)
 
 
+_QUIET = True
+
 if __name__ == "__main__":
+    _QUIET = sys.argv[3] == "quiet"
     serve(sys.argv[1], int(sys.argv[2]))

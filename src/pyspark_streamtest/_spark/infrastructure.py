@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _SIGNS: tuple[tuple[str, str], ...] = (
     ("Timed out while waiting for the Python worker to connect back",
      "a Python worker Spark started did not connect back to the JVM within Spark's "

@@ -80,7 +80,8 @@ def build_test_session(
     # Spark's workers start through the warm worker launcher where it can (see
     # warm_workers): PySpark reads the workers' executable from PYSPARK_PYTHON when the
     # context starts, so it is set for that moment only.
-    workers_python = warm_workers.worker_python(os.environ["PYSPARK_PYTHON"], master)
+    workers_python = warm_workers.worker_python(os.environ["PYSPARK_PYTHON"], master,
+                                                quiet=not jvm_logs)
     settings["spark.pyspark.python"] = workers_python
     settings["spark.sql.warehouse.dir"] = warehouse
     log_config = _LOG4J2_FULL if jvm_logs else _LOG4J2

@@ -1,8 +1,8 @@
 """The settings a session the library creates takes when the caller gives none.
 
 Outside pytest: ``local[2]``, no extra settings, quiet JVM logs. Under the pytest plugin:
-the run's ``--streamtest-master`` / ``--spark-master`` / ``$STREAMTEST_MASTER``,
-``--spark-conf``, ``--streamtest-jvm-logs`` and JVM options, so that a driver made
+the run's ``--streamtest-master`` / ``$STREAMTEST_MASTER`` / ``streamtest_master``,
+``--streamtest-conf``, ``--streamtest-jvm-logs`` and JVM options, so that a driver made
 without ``spark=`` (or ``test_spark_session()``) runs where the report header says, and
 the plugin adopts the session (stops it when pytest ends, watches its JVM).
 

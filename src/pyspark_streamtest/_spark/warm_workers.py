@@ -33,7 +33,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import hide_our_frames
 from .home import spark_home
+
+__tracebackhide__ = hide_our_frames
 
 ENV_SWITCH = "STREAMTEST_WARM_WORKERS"
 _HERE = Path(__file__).parent
@@ -60,10 +63,11 @@ def enabled(master: str) -> bool:
         socket, "send_fds")
 
 
-def worker_python(real_python: str, master: str) -> str:
+def worker_python(real_python: str, master: str, *, quiet: bool = True) -> str:
     """The executable to give Spark for its Python workers: the launcher of a warm
     server for ``real_python`` (started now, in the background), or ``real_python``
-    itself where warm workers are off."""
+    itself where warm workers are off. ``quiet``: drop PySpark's own log lines of the
+    ``transformWithState`` planner (the user's prints stay)."""
     if not enabled(master):
         return real_python
     server = _servers.get(real_python)
@@ -89,7 +93,8 @@ def worker_python(real_python: str, master: str) -> str:
         [*spark_python_path(), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
     with open(os.path.join(folder, "server.log"), "wb") as log:
         process = subprocess.Popen(
-            [real_python, str(_SERVER), socket_path, str(os.getpid())],
+            [real_python, str(_SERVER), socket_path, str(os.getpid()),
+             "quiet" if quiet else "logs"],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             cwd=folder, start_new_session=True,
         )

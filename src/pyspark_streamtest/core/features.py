@@ -96,6 +96,11 @@ class UnsupportedFeatureError(UnsupportedSparkVersionError):
         return (type(self), (self.feature, self.spark_version), self.__dict__)
 
 
+# Shown by the package face's name wherever it is raised, as every public exception is
+# (the face binds the others; this module can be imported without the face's help).
+UnsupportedFeatureError.__module__ = "pyspark_streamtest"
+
+
 def supported_features(spark: SparkSession) -> frozenset[Feature]:
     """The optional features the session ``spark`` offers (detected once per JVM)."""
     ensure_classic_session(spark)

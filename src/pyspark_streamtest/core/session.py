@@ -30,8 +30,9 @@ def test_spark_session(
     session).
 
     ``master`` defaults to ``local[2]``. Under the pytest plugin, every argument left
-    out takes the run's option instead (``--streamtest-master`` / ``--spark-master`` /
-    ``$STREAMTEST_MASTER``, ``--spark-conf`` settings, to which ``conf`` adds,
+    out takes the run's option instead (``--streamtest-master`` / ``$STREAMTEST_MASTER``
+    / the ``streamtest_master`` ini option, ``--streamtest-conf`` settings, to which
+    ``conf`` adds,
     ``--streamtest-jvm-logs``), as does a driver made without ``spark=``: the session
     runs on the master the report header names, and it is the ``spark`` fixture's.
 

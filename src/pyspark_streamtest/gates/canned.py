@@ -18,7 +18,7 @@ second, so second *s*'s records form the batch at *s* + 1 (the demo does exactly
 
 Each has ``expected``: what its reference pipeline (``topology``) writes, per output
 topic, after a replay. Our own tests check that it holds. The pytest plugin exposes each
-stream as a fixture of the same name.
+stream as a fixture named ``streamtest_<name>``.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ comes from the test's own clock and data, so it is the same on every run and mac
 paths, run ids or wall-clock times. Rows a batch emitted are listed sorted (Spark does not
 order rows across partitions within a batch); records read keep the order piped.
 
-Under pytest, use the ``golden`` fixture (``golden(driver, "name")``): the file is
-``golden/<name>.timeline`` next to the test module; ``--streamtest-update-golden``
-writes the files instead of comparing. Outside pytest, :func:`assert_matches_golden`
-takes the path.
+Under pytest, use the ``streamtest_golden`` fixture
+(``streamtest_golden(driver, "name")``): the file is ``golden/<name>.timeline`` next to
+the test module; ``--streamtest-update-golden`` writes the files instead of comparing.
+Outside pytest, :func:`assert_matches_golden` takes the path.
 """
 
 from __future__ import annotations
