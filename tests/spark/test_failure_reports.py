@@ -11,6 +11,8 @@ import importlib.util
 
 import pytest
 
+from pyspark_streamtest import Feature, StreamingQueryFailedError
+
 # Loaded here, before the inner runs: pytester takes modules an inner run imported out
 # of sys.modules after it, and numpy (imported by PySpark's UDF code) cannot load twice.
 with contextlib.suppress(ImportError):
@@ -183,3 +185,39 @@ def test_a_failing_test_of_a_job_shows_its_timeline_and_refusals_read_well(pytes
     assert "- streamtest timeline -" in text and '-> {"v":"a"}' in text
     assert "UnsupportedAppCallError: streaming source 'kinesis' is not supported" in text
     assert "pyspark_streamtest/app" not in text and "pyspark_streamtest/driver" not in text
+
+
+def _raising_processor_topology(t):
+    import pandas as pd
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class RefusesNegatives(StatefulProcessor):
+        def init(self, handle):
+            pass
+
+        def handleInputRows(self, key, rows, timerValues):  # noqa: N802, N803 (Spark API)
+            for frame in rows:
+                if (frame["reading"] < 0).any():
+                    raise ValueError(f"negative reading for {key[0]}")
+            yield pd.DataFrame({"device": [key[0]]})
+
+        def close(self):
+            pass
+
+    readings = t.input("readings", schema="device STRING, reading INT")
+    t.output("checked", readings.groupBy("device").transformWithStateInPandas(
+        RefusesNegatives(), "device STRING", "Update", "None"), output_mode="update")
+
+
+@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
+def test_a_processor_s_exception_shows_the_user_s_frame_without_pyspark_s(topology_driver):
+    driver = topology_driver(_raising_processor_topology, sql_conf={
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"})
+    driver.create_input_topic("readings").pipe_input({"device": "d1", "reading": -1})
+    with pytest.raises(StreamingQueryFailedError) as failed:
+        driver.process_all_available()
+    cause = failed.value.cause
+    assert "in handleInputRows" in cause and "test_failure_reports.py" in cause
+    assert "ValueError: negative reading for d1" in cause
+    assert "worker.py" not in cause and "serializers.py" not in cause

@@ -23,6 +23,7 @@ from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.offset_log import last_committed, last_logged, logged_batch
 from .._spark.plan import LateRule
 from .._spark.providers import unload_providers
+from .._spark.python_traceback import without_pyspark_frames
 from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
 from .._spark.sink import CollectingSink, InjectedCrashError
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
@@ -356,7 +357,7 @@ class QueryRunner:
                 self._retry = tuple(self._in_flight)  # builds them: reported in the error
             if isinstance(self._sink.error, InjectedCrashError):
                 return self._recover_from_crash()
-            cause = (
+            cause = without_pyspark_frames(
                 _error_text(self._sink.error)
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
