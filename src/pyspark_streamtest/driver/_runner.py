@@ -135,7 +135,7 @@ class QueryRunner:
             # Spark checks the query when it starts (unsupported operations, output modes).
             raise TopologyError(
                 f"output {self.name!r}: Spark refused to start its query: "
-                f"{_error_text(error).strip().splitlines()[0]}"
+                f"{java_error_text(error).strip().splitlines()[0]}"
             ) from error
         self._shadow = None
         ran = self.finish_trigger(0, first=True)
@@ -358,7 +358,7 @@ class QueryRunner:
             if isinstance(self._sink.error, InjectedCrashError):
                 return self._recover_from_crash()
             cause = without_pyspark_frames(
-                _error_text(self._sink.error)
+                java_error_text(self._sink.error).strip()
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
@@ -492,10 +492,3 @@ class QueryRunner:
                 f"(last progress: {None if progress is None else progress.get('batchId')})"
             )
         return progress
-
-
-def _error_text(error: BaseException) -> str:
-    """PySpark's converted errors print Spark's message (with a UDF's Python traceback)."""
-    if getattr(error, "java_exception", None) is not None:
-        return java_error_text(error)
-    return f"{type(error).__name__}: {error}".strip()
