@@ -29,6 +29,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -276,3 +277,6 @@ _QUIET = True
 if __name__ == "__main__":
     _QUIET = sys.argv[3] == "quiet"
     serve(sys.argv[1], int(sys.argv[2]))
+    # The process that started it is gone without stopping it (killed): nobody else
+    # removes its folder (the socket, the launcher, the log).
+    shutil.rmtree(os.path.dirname(sys.argv[1]), ignore_errors=True)
