@@ -116,6 +116,8 @@ def test_warm_workers_can_be_turned_off(monkeypatch):
     assert warm_workers.worker_python(sys.executable, "local[1]") == sys.executable
     monkeypatch.setenv(warm_workers.ENV_SWITCH, "1")
     assert warm_workers.worker_python(sys.executable, "spark://host:7077") == sys.executable
+    other = "/usr/bin/python3.8"  # not this interpreter: used as it is
+    assert warm_workers.worker_python(other, "local[1]") == other
 
 
 @pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)

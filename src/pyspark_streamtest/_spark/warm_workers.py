@@ -4,18 +4,21 @@ session the library creates.
 Spark starts the ``transformWithState`` planner (once per query start), Python data
 sources and UDTF analysis in a new interpreter and waits a fixed 10 s for it to connect
 back (Spark 3.5-4.3, ``PythonWorkerFactory.createSimpleWorker``; no setting changes it).
-Importing PySpark is most of that start: 0.25 s on a quiet 2-core machine, up to 4 s at
-a load of 17 (issue 36), when a test fails with "Python worker failed to connect back"
-although nothing is wrong with it. With warm workers on, Spark runs a launcher
+Importing PySpark (from Spark's own ``pyspark.zip``, as the JVM sets the workers' path)
+is most of that start: 0.97 s on a quiet 2-core machine, 15.9 s (median) at a load of
+13-24 (issue 36), when a test fails with "Python worker failed to connect back" although
+nothing is wrong with it. With warm workers on, Spark runs a launcher
 (``_worker_launcher.py``) that gets a child forked from a server which imported
 PySpark's worker modules once (``_worker_server.py``): the same module runs with the
-same arguments, environment, working directory and streams, but starts in milliseconds.
+same arguments, environment, working directory and streams, but is ready in 0.19 s
+quiet and 1.1 s at that load (``python -m benchmarks.worker_start``).
 User code is never imported by the server, so each worker imports it as it is on disk.
 
 On by default where it can work (Linux, a local master); ``STREAMTEST_WARM_WORKERS=0``
 turns it off. Whatever the server cannot serve exactly as a new interpreter would (Spark's
 own daemon, another PySpark on the import path, other interpreter-start settings), the
-launcher starts the real interpreter for, by ``exec``.
+launcher starts the real interpreter for, by ``exec``. Only this process's own
+interpreter is served: a ``PYSPARK_PYTHON`` naming another one is used as it is.
 """
 
 from __future__ import annotations
@@ -68,11 +71,14 @@ def worker_python(real_python: str, master: str, *, quiet: bool = True) -> str:
     server for ``real_python`` (started now, in the background), or ``real_python``
     itself where warm workers are off. ``quiet``: drop PySpark's own log lines of the
     ``transformWithState`` planner (the user's prints stay)."""
-    if not enabled(master):
-        return real_python
+    if not enabled(master) or os.path.realpath(real_python) != os.path.realpath(
+            sys.executable):
+        return real_python  # another interpreter: its version and modules are unknown
     server = _servers.get(real_python)
     if server is not None and server.process.poll() is None:
         return server.launcher
+    if server is not None:  # it died: its folder goes with it
+        shutil.rmtree(server.folder, ignore_errors=True)
     folder = tempfile.mkdtemp(prefix="streamtest-workers-")  # 0700: this user's only
     socket_path = os.path.join(folder, "server.sock")
     launcher = os.path.join(folder, "python")
