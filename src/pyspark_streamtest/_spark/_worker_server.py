@@ -264,7 +264,7 @@ def serve(path: str, parent: int) -> None:
             started += 1
             waiting[pid] = conn
             conn.sendall(_INT.pack(pid))
-        except (OSError, ValueError, ConnectionError):
+        except (OSError, ValueError):  # ConnectionError is an OSError
             conn.close()
         finally:
             for fd in fds:

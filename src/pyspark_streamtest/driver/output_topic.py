@@ -145,12 +145,8 @@ class TestOutputTopic:
     def read_records_to_list(self) -> list[TestRecord]:
         """Remove and return every unread record (possibly none; none for a topic never
         written)."""
-        self._link.check_open()
-        queue = self._link.history.queue(self._name)
-        if queue is None:
-            return []
-        records = [self._deserialize(r) for r in queue]
-        queue.clear()
+        records = self._unread()
+        self._drop_unread()
         return records
 
     @property
@@ -248,13 +244,10 @@ class TestOutputTopic:
         records unread. A mismatch has read them all."""
         how = Comparison.of(ignore_order=ignore_order, rtol=rtol, atol=atol,
                             ignore_columns=ignore_columns)
-        self._link.check_open()
-        queue = self._link.history.queue(self._name)
-        records = [self._deserialize(r) for r in queue or ()]
+        records = self._unread()
         values = [r.value for r in records]
         how.check_columns(values, expected)
-        if queue is not None:
-            queue.clear()
+        self._drop_unread()
         compare_values(values, expected, how, title=f"{self._kind()} {self._name!r}",
                        batch_ids=[r.batch_id for r in records])
 
@@ -305,6 +298,18 @@ class TestOutputTopic:
         return table
 
     # --- internals ------------------------------------------------------------------------
+    def _unread(self) -> list[TestRecord]:
+        """Every unread record, deserialized, left unread (none for a topic never
+        written)."""
+        self._link.check_open()
+        queue = self._link.history.queue(self._name)
+        return [] if queue is None else [self._deserialize(r) for r in queue]
+
+    def _drop_unread(self) -> None:
+        queue = self._link.history.queue(self._name)
+        if queue is not None:
+            queue.clear()
+
     def _queue(self) -> deque[TestRecord]:
         self._link.check_open()
         queue = self._link.history.queue(self._name)
