@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Feature, Topology
+from pyspark_streamtest import Topology
 from tests.helpers import at, clicks_per_user
 from tests.spark.test_stateful_operators import ad_clicks, dedup
 from tests.spark.test_time_and_state import sliding_counts
@@ -71,15 +71,29 @@ def test_session_windows_and_dedup_match_sparks_counts(topology_driver):
     assert ran[0].num_rows_dropped_by_watermark == 2
 
 
-@pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)
-def test_when_the_driver_cannot_tell_it_says_why(topology_driver):
-    from tests.spark.test_transform_with_state import event_time_topology
+def _mapped_dedup(t: Topology) -> None:
+    from tests.spark.test_late_records_computed import CLICK, parsed
 
-    driver = topology_driver(event_time_topology)
-    with pytest.raises(ValueError, match=r"cannot tell which records output 'idle' drops as "
-                                         r"late: which rows TransformWithState.* drops as late "
-                                         r"is not modelled"):
-        driver.late_records("idle")
+    clicks = parsed(t, "clicks", CLICK)
+    t.output("unique", clicks.mapInPandas(lambda frames: frames, clicks.schema)
+             .withWatermark("at", "10 seconds").dropDuplicatesWithinWatermark(["user"]))
+
+
+def test_when_the_driver_cannot_tell_it_says_why(topology_driver):
+    """A mapInPandas between the source and the operator cannot be replayed row by row:
+    the driver names it instead of guessing."""
+    from tests.spark.test_late_records_computed import click, json_topic
+
+    driver = topology_driver(_mapped_dedup)
+    clicks = json_topic(driver, "clicks")
+    clicks.pipe_input("a", click("a", 31))
+    driver.process_all_available()  # watermark 21 s
+    clicks.pipe_input("b", click("b", 3))
+    assert driver.process_all_available()[0].num_rows_dropped_by_watermark == 1
+    with pytest.raises(ValueError, match=r"cannot tell which records output 'unique' drops as "
+                                         r"late: a MapInPandas between the source and the "
+                                         r"operator"):
+        driver.late_records("unique")
 
 
 def test_a_join_of_timestamp_columns_is_evaluated_too(topology_driver):

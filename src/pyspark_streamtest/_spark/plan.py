@@ -29,6 +29,9 @@ class PlanFacts:
     stateful_operators: tuple[str, ...] = ()
     """Analyzed-plan names of the streaming stateful operators (Aggregate, Deduplicate...)."""
     has_stream_stream_join: bool = False
+    time_modes: tuple[str, ...] = ()
+    """The time mode of each transformWithState operator (``EventTime``,
+    ``ProcessingTime``, ``NoTime``), in the order of ``stateful_operators``."""
 
     @property
     def has_grouped_state(self) -> bool:
@@ -36,6 +39,12 @@ class PlanFacts:
         data (processing-time timeouts and timers)."""
         return any(n.startswith(("FlatMapGroups", "TransformWithState"))
                    for n in self.stateful_operators)
+
+
+def time_mode(node: JavaObject) -> str:
+    """A transformWithState plan node's time mode as Spark names it: ``EventTime``,
+    ``ProcessingTime`` or ``NoTime``."""
+    return str(node.timeMode().toString())
 
 
 def plan_facts(df: DataFrame) -> PlanFacts:
@@ -46,12 +55,15 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     stateful: list[str] = []
     stream_join = False
     watermarks: list[tuple[str, str]] = []
+    time_modes: list[str] = []
     stack = [plan]
     while stack:
         node = stack.pop()
         name = str(node.nodeName())
         if name.startswith(_STATEFUL) and node.isStreaming():
             stateful.append(name)
+            if name.startswith("TransformWithState"):
+                time_modes.append(time_mode(node))
         if name == "EventTimeWatermark":
             has_watermark = True
             watermarks.append((str(node.eventTime().name()), str(node.delay().toString())))
@@ -70,7 +82,7 @@ def plan_facts(df: DataFrame) -> PlanFacts:
             stack.extend(children.apply(i) for i in range(count))
     return PlanFacts(
         bool(plan.isStreaming()), tuple(ids), tuple(names), has_watermark,
-        tuple(sorted(set(watermarks))), tuple(stateful), stream_join,
+        tuple(sorted(set(watermarks))), tuple(stateful), stream_join, tuple(time_modes),
     )
 
 
@@ -181,5 +193,6 @@ def late_rule(df: DataFrame, facts: PlanFacts) -> LateRule | str:
         timeouts = str(df._jdf.queryExecution().analyzed().toString())
         return LateRule("event_time" if "EventTimeTimeout" in timeouts else "none", column)
     if kind.startswith("TransformWithState"):
-        return "which rows transformWithState drops as late is not modelled yet"
+        # It filters late rows by the event-time column in the EventTime time mode only.
+        return LateRule("event_time" if facts.time_modes == ("EventTime",) else "none", column)
     return LateRule("event_time", column)

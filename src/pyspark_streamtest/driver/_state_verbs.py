@@ -121,7 +121,9 @@ class StateVerbs:
 
         Spark 3.4+ drops a row by the watermark of the *previous* batch, inside the
         stateful operator: ``dropDuplicates`` (and ``applyInPandasWithState`` with
-        event-time timeouts) when its event time is at or behind it; a windowed
+        event-time timeouts, and ``transformWithState(InPandas)`` in the ``EventTime``
+        time mode: in ``ProcessingTime`` and ``None`` it keeps every row) when its event
+        time is at or behind it; a windowed
         aggregation per window, when the window ended at or before it (a sliding-window
         record can be dropped from one window and counted in another: ``partial``); a
         session window when its end (event time + gap) is; a stream-stream join when the
@@ -135,7 +137,7 @@ class StateVerbs:
         partial aggregation, so it can be lower).
 
         Raises :class:`InvalidArgumentError` (a ``ValueError``) with the reason when the
-        driver cannot tell exactly: ``transformWithState``, an operator fed by another
+        driver cannot tell exactly: an operator fed by another
         stateful operator's output that dropped rows, a plan node between the source and
         the operator that cannot be replayed, or a count that disagrees with Spark's.
         """
