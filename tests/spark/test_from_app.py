@@ -10,7 +10,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamReader
 
-from pyspark_streamtest import TopologyTestDriver, UnsupportedAppCallError
+from pyspark_streamtest import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    TopologyTestDriver,
+    UnknownTopicError,
+    UnsupportedAppCallError,
+)
 from pyspark_streamtest.kafka import KAFKA_SOURCE_SCHEMA
 from tests.helpers import T0, at
 
@@ -334,3 +340,65 @@ def test_static_reads_in_the_job_run_normally_so_stream_static_joins_work(spark,
             {"id": "p1", "currency": "USD", "amount": 10.0})
         driver.process_all_available()
         assert driver.create_output_topic("eur").read_value() == {"id": "p1", "eur": 5.0}
+
+
+def _three_query_job(spark: SparkSession) -> None:
+    """Alerts and averages read the readings topic; a registry count reads the CDC topic."""
+    readings = (spark.readStream.format("kafka").option("subscribe", "readings").load()
+                .select(F.col("key").cast("string").alias("device"),
+                        F.col("value").cast("string").cast("double").alias("reading")))
+    readings.where("reading > 50").selectExpr("device AS key", "CAST(reading AS STRING) AS value") \
+        .writeStream.format("kafka") \
+        .option("topic", "alerts").option("checkpointLocation", "/chk/alerts").start()
+    readings.groupBy("device").avg("reading").writeStream.outputMode("complete") \
+        .format("memory").queryName("averages").start()
+    registry = spark.readStream.format("kafka").option("subscribe", "registry").load()
+    registry.groupBy("key").count().writeStream.outputMode("update") \
+        .toTable("registry_counts")
+
+
+def test_outputs_runs_only_the_named_queries_and_what_they_read(spark):
+    with TopologyTestDriver.from_app(_three_query_job, spark=spark,
+                                     outputs=["alerts"]) as driver:
+        assert driver.output_names == ("alerts",)
+        readings = driver.create_input_topic("readings", key_serializer="string",
+                                             value_serializer="string")
+        readings.pipe_input("d1", "72.5")
+        readings.pipe_input("d2", "20")
+        ran = driver.process_all_available()
+        assert [b.output for b in ran] == ["alerts"]  # the other queries never run
+        alerts = driver.create_output_topic("alerts", key_deserializer="string",
+                                            value_deserializer="string")
+        assert alerts.read_key_values_to_list() == [("d1", "72.5")]
+        with pytest.raises(UnknownTopicError, match=r"input 'registry' is read only by queries "
+                                                    r"from_app\(outputs=\.\.\.\) leaves out "
+                                                    r"\('registry_counts'\)"):
+            driver.create_input_topic("registry")
+        with pytest.raises(UnknownTopicError, match="unknown output 'averages'"):
+            driver.create_output_topic("averages").read_value()
+
+    # Two of three: the shared input feeds both; the left-out query's input is refused.
+    with TopologyTestDriver.from_app(_three_query_job, spark=spark,
+                                     outputs=["averages", "registry_counts"]) as driver:
+        assert sorted(driver.output_names) == ["averages", "registry_counts"]
+        driver.create_input_topic("readings", key_serializer="string",
+                                  value_serializer="string").pipe_input("d1", "10")
+        driver.create_input_topic("registry", key_serializer="string",
+                                  value_serializer="string").pipe_input("d1", "{}")
+        assert sorted(b.output for b in driver.process_all_available()) == [
+            "averages", "registry_counts"]
+
+
+@pytest.mark.parametrize(("outputs", "error", "message"), [
+    (["alerts", "nope"], InvalidArgumentError,
+     r"from_app\(outputs=\.\.\.\) names 'nope', but the job starts no query of that name; "
+     r"its queries are 'alerts', 'averages', 'registry_counts'"),
+    ("alerts", InvalidArgumentTypeError, r"takes a list of output names, got 'alerts'"),
+    ([], InvalidArgumentError, r"outputs=\[\]\) would run no query"),
+])
+def test_outputs_that_cannot_be_run_are_refused_before_any_query_starts(
+        spark, outputs, error, message):
+    active = len(spark.streams.active)
+    with pytest.raises(error, match=message):
+        TopologyTestDriver.from_app(_three_query_job, spark=spark, outputs=outputs)
+    assert len(spark.streams.active) == active

@@ -4,14 +4,19 @@ test's settings, and the names given so far."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from ..errors import UnsupportedAppCallError, hide_our_frames
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsupportedAppCallError,
+    hide_our_frames,
+)
 
 __tracebackhide__ = hide_our_frames
 
@@ -46,6 +51,8 @@ class Declarer(Protocol):
 
     def _set_trigger(self, name: str, interval_ms: int | None) -> None: ...
 
+    def _leave_out_input(self, name: str, why: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class AppSettings:
@@ -59,6 +66,8 @@ class AppSettings:
     """Source (table or path) -> its schema, where the job does not state one."""
     ignore_options: frozenset[str] = frozenset()
     """Options the job sets that the driver would refuse (rate limits), to run without."""
+    outputs: tuple[str, ...] | None = None
+    """The only outputs to run (``from_app(outputs=[...])``); None runs every query."""
 
 
 @dataclass
@@ -70,6 +79,16 @@ class AppRun:
     sources: dict[str, tuple[object, DataFrame]] = field(default_factory=dict)
     """input name -> (what declared it, its DataFrame): a source read twice is one input."""
     outputs: list[str] = field(default_factory=list)
+    """Every output name the job's queries were given, selected or not."""
+    selected: list[DataFrame] = field(default_factory=list)
+    """The DataFrames of the queries that became outputs."""
+    left_out: list[tuple[str, DataFrame]] = field(default_factory=list)
+    """(name, DataFrame) of the queries ``from_app(outputs=...)`` leaves out."""
+
+    def is_selected(self, name: str) -> bool:
+        """Whether output ``name`` runs (``from_app(outputs=...)`` lists it, or lists
+        nothing)."""
+        return self.settings.outputs is None or name in self.settings.outputs
 
     def input_name(self, source: str, default: str) -> str:
         """The name the test gave ``source`` (``inputs=``), else ``default`` made safe."""
@@ -87,6 +106,21 @@ class AppRun:
             name = f"{base}-{n}"
         self.outputs.append(name)
         return name
+
+
+def selected_outputs(outputs: Iterable[str] | None) -> tuple[str, ...] | None:
+    """``from_app(outputs=...)`` checked: None (every query) or output names."""
+    if outputs is None:
+        return None
+    if isinstance(outputs, str) or not all(isinstance(n, str) for n in outputs):
+        raise InvalidArgumentTypeError(
+            f"from_app(outputs=...) takes a list of output names, got {outputs!r}")
+    names = tuple(dict.fromkeys(outputs))
+    if not names:
+        raise InvalidArgumentError(
+            "from_app(outputs=[]) would run no query; list the outputs to run, or leave "
+            "outputs out to run every query of the job")
+    return names
 
 
 def safe_name(text: str, source: str) -> str:

@@ -10,7 +10,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..errors import InvalidArgumentTypeError, hide_our_frames
+from .._spark.plan import plan_facts
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ._context import AppRun, AppSettings, Declarer
 from ._sinks import AppStreamWriter
 from ._sources import AppStreamReader
@@ -38,9 +39,34 @@ def app_topology(app: App, settings: AppSettings) -> Callable[[Declarer], None]:
                 app(t.spark)
             else:
                 app()
+        if settings.outputs is not None:
+            _leave_out(run, settings.outputs)
 
     topology.__qualname__ = topology.__name__ = f"from_app({getattr(app, '__name__', app)})"
     return topology
+
+
+def _leave_out(run: AppRun, wanted: tuple[str, ...]) -> None:
+    """Check ``from_app(outputs=...)`` against the queries the job started, and mark the
+    inputs only the left-out queries read (piping into one would feed nothing)."""
+    missing = [name for name in wanted if name not in run.outputs]
+    if missing:
+        raise InvalidArgumentError(
+            f"from_app(outputs=...) names {', '.join(map(repr, missing))}, but the job starts "
+            f"no query of that name; its queries are "
+            f"{', '.join(map(repr, run.outputs)) or 'none'}")
+    def leaves(df: DataFrame) -> set[int]:
+        return set(plan_facts(df).streaming_leaf_expr_ids)
+
+    read = set().union(*map(leaves, run.selected))
+    readers = [(name, leaves(df)) for name, df in run.left_out]
+    for name, (_, df) in run.sources.items():
+        source = leaves(df)
+        by = [query for query, reads in readers if reads & source]
+        if by and not read & source:
+            run.declarer._leave_out_input(name, (
+                f"input {name!r} is read only by queries from_app(outputs=...) leaves out "
+                f"({', '.join(map(repr, by))}); add the one you test to outputs="))
 
 
 def _takes_session(app: App) -> bool:

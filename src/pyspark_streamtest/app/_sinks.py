@@ -4,6 +4,7 @@ the driver's outputs; the job gets a handle whose waits return at once."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any, cast
 
 from pyspark.sql import DataFrame
@@ -134,27 +135,38 @@ class AppStreamWriter:
     def _declare(self, table: str | None) -> AppQuery:
         # The job's checkpointLocation option is never used: the driver checkpoints into
         # its own temporary folder.
-        run, declarer, mode = self._run, self._run.declarer, self._mode
+        run = self._run
+        name, declare = self._output(table)
+        if run.is_selected(name):
+            declare(name)
+            run.declarer._set_trigger(name, self._trigger_ms)
+            run.selected.append(self._df)
+        else:
+            run.left_out.append((name, self._df))
+        return AppQuery(name, self._query_name)
+
+    def _output(self, table: str | None) -> tuple[str, Callable[[str], None]]:
+        """The output's name, and how to declare it (not called for an output that
+        ``from_app(outputs=...)`` leaves out)."""
+        run, declarer, mode, df = self._run, self._run.declarer, self._mode, self._df
         sink = (self._format or "").lower()
         if self._batch_function is not None:
             function = self._batch_function
             named = getattr(function, "__name__", "")
             name = run.output_name(self._query_name or (
                 named if named and not named.startswith("<") else "foreachBatch"))
-            declarer.foreach_batch(name, self._df, function, output_mode=mode)
-        elif table is not None:
+            return name, lambda n: declarer.foreach_batch(n, df, function, output_mode=mode)
+        if table is not None:
             name = run.output_name(self._query_name or table)
-            declarer.output(name, self._df, output_mode=mode)
         elif sink == "kafka":
             topic = self._options.get("topic")
             name = run.output_name(self._query_name or topic or "kafka")
-            declarer.kafka_output(name, self._df, topic=topic, output_mode=mode)
+            return name, lambda n: declarer.kafka_output(n, df, topic=topic, output_mode=mode)
         elif sink in ("memory", "console", "noop"):
             if sink == "memory" and self._query_name is None:
                 raise UnsupportedAppCallError(
                     "writeStream.format('memory') needs a queryName (Spark's rule too)")
             name = run.output_name(self._query_name or sink)
-            declarer.output(name, self._df, output_mode=mode)
         elif sink in (*FILE_FORMATS, "delta", ""):
             path = self._options.get("path")
             if path is None:
@@ -163,14 +175,12 @@ class AppStreamWriter:
                     "(Spark's rule too); give start(path) or option('path', ...)"
                 )
             name = run.output_name(self._query_name or last_segment(path))
-            declarer.output(name, self._df, output_mode=mode)
         else:
             raise UnsupportedAppCallError(
                 f"streaming sink {sink!r} is not supported by from_app; supported: "
                 f"{', '.join(SINKS)}; or wrap the job in a Topology"
             )
-        declarer._set_trigger(name, self._trigger_ms)
-        return AppQuery(name, self._query_name)
+        return name, lambda n: declarer.output(n, df, output_mode=mode)
 
 
 class AppQuery:

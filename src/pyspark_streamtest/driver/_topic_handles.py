@@ -50,6 +50,8 @@ class TopicHandles:
             raise UnknownTopicError(
                 f"unknown input {name!r}; this topology's inputs are {names_text(self._inputs)}"
             )
+        if spec.left_out is not None:
+            raise UnknownTopicError(spec.left_out)
         kafka = spec.kafka is not None
         if not kafka and (key_serializer is not None or value_serializer is not None):
             raise InvalidArgumentTypeError(

@@ -21,7 +21,7 @@ from .._spark.liveness import ensure_alive
 from .._spark.python_logs import quiet_query_context_logs
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
-from ..app import App, AppSettings, app_topology
+from ..app import App, AppSettings, app_topology, selected_outputs
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (
     duration_ms,
@@ -242,6 +242,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         schemas: Mapping[str, str | StructType] | None = None,
         ignore_options: Iterable[str] = (),
         trigger_interval: timedelta | None = None,
+        outputs: Iterable[str] | None = None,
         **driver_options: Any,
     ) -> TopologyTestDriver:
         """A driver for a production job as it is: ``app`` is its ``main(spark)`` (or a
@@ -256,7 +257,10 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         ``schemas`` gives the schema of a table or path the job reads without stating
         one; ``ignore_options`` lets the job's rate limits (``maxOffsetsPerTrigger``...)
         through, unhonoured. ``trigger_interval=None`` steps the queries on the job's
-        own ``trigger(processingTime=...)`` (1 s without one). The rest are the
+        own ``trigger(processingTime=...)`` (1 s without one). ``outputs`` runs only
+        the queries with those output names: the others are not started, an input only
+        they read refuses a handle (``UnknownTopicError`` naming them), and a name the
+        job does not start is an ``InvalidArgumentError``. The rest are the
         constructor's options (``spark``, ``start_time``, ``sql_conf``...).
 
         The job's ``checkpointLocation`` is never created or read (the driver's own
@@ -267,7 +271,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         queries every time.
         """
         settings = AppSettings(dict(inputs or {}), tuple(topics), dict(schemas or {}),
-                               frozenset(ignore_options))
+                               frozenset(ignore_options), selected_outputs(outputs))
         driver = cls(app_topology(app, settings), trigger_interval=trigger_interval,
                      **driver_options)
         driver._app_settings = settings

@@ -74,6 +74,8 @@ class _InputSpec:
     """Source partitions (a Kafka input's are its topic's)."""
     key: str | None = None
     """The column whose value places a typed record (``partitions > 1``)."""
+    left_out: str | None = None
+    """Why no query reads it (``from_app(outputs=...)`` left its readers out), or None."""
 
 
 @dataclass(frozen=True)
@@ -341,6 +343,11 @@ class Topology:
         """Give output ``name`` its query's own trigger interval (``from_app``)."""
         spec, df = self._outputs[name]
         self._outputs[name] = (replace(spec, trigger_ms=interval_ms), df)
+
+    def _leave_out_input(self, name: str, why: str) -> None:
+        """Mark input ``name`` as read by no query that runs (``from_app``): making a
+        handle to pipe into it raises ``why``."""
+        self._inputs[name] = replace(self._inputs[name], left_out=why)
 
     # --- used by the driver -----------------------------------------------------------------
     def _built_output(self, name: str) -> _BuiltOutput:
