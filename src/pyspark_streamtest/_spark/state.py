@@ -20,19 +20,28 @@ __tracebackhide__ = hide_our_frames
 
 @dataclass(frozen=True)
 class StoreMetadata:
+    """One row of ``format("state-metadata")``: a store of a stateful operator.
+    ``operator_properties`` is Spark's ``operatorProperties`` JSON (what the operator
+    recorded about itself: for transformWithState its time mode and state variables),
+    or None where the source gives none."""
+
     operator_id: int
     operator_name: str
     store_name: str
     num_partitions: int
+    operator_properties: str | None = None
 
 
 def read_metadata(spark: SparkSession, checkpoint: str) -> list[StoreMetadata]:
-    rows = spark.read.format("state-metadata").load(checkpoint).collect()
+    frame = spark.read.format("state-metadata").load(checkpoint)
+    has_properties = "operatorProperties" in frame.columns
+    rows = frame.collect()
     return sorted(
         (
             StoreMetadata(
                 int(r["operatorId"]), str(r["operatorName"]), str(r["stateStoreName"]),
                 int(r["numPartitions"]),
+                r["operatorProperties"] if has_properties else None,
             )
             for r in rows
         ),
