@@ -206,7 +206,7 @@ def test_describe_lists_watermarks_and_stateful_operators(topology_driver, spark
         "Topology\n"
         "Query 'counts' (sink, output mode append)\n"
         "  watermarks: ts delayed by 10 seconds\n"
-        "  stateless"  # nothing is planned before the first batch
+        "  stateful operators: not known before the first batch (Spark plans them then)"
     )
     driver.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
     driver.process_all_available()

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from pyspark_streamtest import Feature, Topology
+from pyspark_streamtest.state import StateVariableDescription
 from tests.helpers import T0, at
 
 ROCKSDB = {
@@ -114,7 +115,10 @@ def _run_and_check(topology_driver, spark, method: str) -> None:
     (operator,) = driver.describe().query("activity").operators
     assert operator.kind.startswith("transformWithState")
     assert (operator.key_schema, operator.value_schema) == (None, None)
-    assert "transformWithState" in str(driver.describe())
+    assert (operator.time_mode, operator.timers) == ("ProcessingTime", "processing time")
+    assert operator.state_variables == (StateVariableDescription(
+        "total", "value", "struct<user:string>", "struct<total:bigint>"),)
+    assert "state variable 'total': value state" in str(driver.describe())
 
 
 @pytest.mark.streamtest_requires(Feature.TRANSFORM_WITH_STATE_IN_PANDAS)

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from .._spark.late_rows import watermark_inputs
 from .._spark.plan import LateRule
 from .._spark.state import read_metadata, read_state_schema, state_reader_options
+from .._spark.tws_metadata import is_transform_with_state
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import (
     BatchRecord,
@@ -24,7 +25,15 @@ from ..core.records import (
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
 from ..state._late_evaluated import evaluate_event_times, evaluate_late
-from ..state._reader import Shape, choose_operator, read_view, store_metadata
+from ..state._reader import (
+    Shape,
+    choose_for_variable,
+    choose_operator,
+    describe_transform_with_state,
+    read_view,
+    recorded_operators,
+    store_metadata,
+)
 from ..state.views import (
     OperatorDescription,
     QueryDescription,
@@ -89,7 +98,9 @@ class StateAccess:
                 f"as of batch {batch_id} yet"
             )
         stores = store_metadata(self._spark, runner.checkpoint, output)
-        chosen = choose_operator(stores, output, operator_id, shape)
+        by_variable = choose_for_variable(stores, output, operator_id, state_var, timers)
+        chosen = by_variable if by_variable is not None else choose_operator(
+            stores, output, operator_id, shape)
         kind = next(s.operator_name for s in stores if s.operator_id == chosen)
         if join_side is not None and kind != "symmetricHashJoin":
             raise StateStoreError(
@@ -113,11 +124,13 @@ class StateAccess:
                 f"output {output!r} operator {chosen} has no store {store_name!r}; its stores "
                 f"are {names_text(names)}"
             )
+        recorded = recorded_operators(stores).get(chosen)
+        variable = recorded.variable(state_var) if recorded and state_var is not None else None
         return read_view(
             self._spark, runner.checkpoint, output=output, operator_id=chosen,
             store_name=store_name, state_var=state_var, join_side=join_side,
             batch_id=last.batch_id if batch_id is None else batch_id, shape=shape,
-            timers=timers,
+            timers=timers, ttl=variable is not None and variable.ttl_enabled,
         )
 
     def describe(self) -> TopologyDescription:
@@ -130,6 +143,7 @@ class StateAccess:
                 kafka=spec.kafka is not None,
                 watermarks=runner.built.watermarks,
                 operators=self._operators(runner),
+                planned=runner.last_batch is not None,
             ))
         return TopologyDescription(tuple(queries))
 
@@ -147,9 +161,13 @@ class StateAccess:
             mine = [s for s in stores if s.operator_id == operator_id]
             names = tuple(s.store_name for s in mine)
             key_schema = value_schema = None
-            # transformWithState keeps its state in named state variables, each with its
-            # own schema (read them with state_var=): there is no one store schema.
-            if "default" in names and "transformWithState" not in mine[0].operator_name:
+            if is_transform_with_state(mine[0].operator_name):
+                # state in named variables, each with its own schemas: no one store schema
+                described.append(describe_transform_with_state(
+                    self._spark, runner.checkpoint, batch_id=runner.last_batch.batch_id,
+                    stores=mine))
+                continue
+            if "default" in names:
                 schema = read_state_schema(self._spark, runner.checkpoint, state_reader_options(
                     runner.last_batch.batch_id, operator_id, "default", None, None))
                 key_schema = schema["key"].dataType.simpleString()

@@ -14,7 +14,8 @@ it. ``to_dataframe()`` rebuilds the rows read with Spark's own schema.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,10 +24,28 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructTy
 from .._spark.jvm import Jvm
 from .._spark.memory_stream import wrap_dataframe
 from .._spark.state import StoreMetadata, read_metadata, state_reader_options
+from .._spark.tws_metadata import (
+    TTL_EXPIRATION_FIELD,
+    TTL_VALUE_FIELD,
+    RecordedOperator,
+    is_transform_with_state,
+    recorded_operator,
+    ttl_inner_type,
+    variable_schema,
+)
 from ..core._costs import spending
 from ..core.time import utc_from_micros
-from ..errors import StateStoreError, hide_our_frames
-from .views import StateEntry, StateStoreView, Window, WindowStoreView
+from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
+from .views import (
+    OperatorDescription,
+    StateEntry,
+    StateKind,
+    StateStoreView,
+    StateVariableDescription,
+    TimerKind,
+    Window,
+    WindowStoreView,
+)
 
 __tracebackhide__ = hide_our_frames
 
@@ -88,6 +107,121 @@ def choose_operator(
             f"{listed}"
         )
     return operator_id
+
+
+def recorded_operators(stores: list[StoreMetadata]) -> dict[int, RecordedOperator | None]:
+    """Each transformWithState operator's id, with what Spark recorded about it (None:
+    nothing recorded)."""
+    return {s.operator_id: recorded_operator(s.operator_properties)
+            for s in stores if is_transform_with_state(s.operator_name)}
+
+
+def _variables_text(recorded: dict[int, RecordedOperator | None]) -> str:
+    return "; ".join(
+        f"operator {i}: " + ("nothing recorded" if rec is None else
+                             ", ".join(repr(v.name) for v in rec.variables) or "none")
+        for i, rec in recorded.items()) or "no operator is a transformWithState"
+
+
+def choose_for_variable(
+    stores: list[StoreMetadata], output: str, operator_id: int | None,
+    state_var: str | None, timers: bool,
+) -> int | None:
+    """The transformWithState operator holding ``state_var`` (or, with ``timers``,
+    keeping timers) when ``operator_id`` is None: the only one that does. Raises
+    :class:`InvalidArgumentError` when several do (pass ``operator_id=``) and
+    :class:`StateStoreError`, listing the variables there are, when none does; also when
+    the operator ``operator_id`` has no such variable or timers. None when there is
+    nothing to choose by (no ``state_var`` and no ``timers``, no transformWithState
+    operator, or an operator with nothing recorded: Spark's read then decides)."""
+    recorded = recorded_operators(stores)
+    if (state_var is None and not timers) or not recorded:
+        return None
+    what = f"state variable {state_var!r}" if state_var is not None else "timers"
+
+    def holds(rec: RecordedOperator) -> bool:
+        return rec.variable(state_var) is not None if state_var is not None else rec.has_timers
+
+    if operator_id is not None:
+        rec = recorded.get(operator_id)
+        if rec is not None and not holds(rec):
+            raise StateStoreError(
+                f"output {output!r} operator {operator_id} has no {what} (time mode "
+                f"{rec.time_mode}); its state variables are "
+                + (", ".join(repr(v.name) for v in rec.variables) or "none"))
+        return None
+    holders = [i for i, rec in recorded.items() if rec is not None and holds(rec)]
+    if len(holders) > 1:
+        names = {s.operator_id: s.operator_name for s in stores}
+        raise InvalidArgumentError(
+            f"output {output!r}: {len(holders)} operators hold {what}: "
+            + ", ".join(f"{i} ({names[i]})" for i in holders)
+            + "; pass operator_id= to say which (see driver.describe())")
+    if holders and all(rec is not None for rec in recorded.values()):
+        return holders[0]
+    if not holders and all(rec is not None for rec in recorded.values()):
+        raise StateStoreError(
+            f"output {output!r} has no {what}; the state variables are: "
+            f"{_variables_text(recorded)} (see driver.describe())")
+    return None
+
+
+_KINDS = {"ValueState": "value", "ListState": "list", "MapState": "map"}
+_VALUE_COLUMNS = {"value": "value", "list": "list_element", "map": "user_map_value"}
+
+
+def describe_transform_with_state(
+    spark: SparkSession, checkpoint: str, *, batch_id: int, stores: list[StoreMetadata],
+) -> OperatorDescription:
+    """A transformWithState operator (``stores``: its rows of the state metadata) as of
+    ``batch_id``: its time mode, timers and state variables, each with its schemas read
+    through the state data source (one schema read per variable, no job)."""
+    first = stores[0]
+    names = tuple(s.store_name for s in stores)
+    recorded = recorded_operator(first.operator_properties)
+    if recorded is None:
+        return OperatorDescription(
+            first.operator_id, first.operator_name, names,
+            note="Spark recorded no time mode or state variables for this operator in "
+                 "the checkpoint's state metadata; read a variable with "
+                 "get_state_store(output, state_var=..., operator_id=...)")
+    variables, refused = [], []
+    for var in recorded.variables:
+        kind = cast(StateKind | None, _KINDS.get(var.spark_type))
+        if kind is None:
+            refused.append(f"{var.name!r} is a {var.spark_type}, which this version does "
+                           "not describe")
+            continue
+        with spending("state reads"):
+            schema = variable_schema(spark, checkpoint, batch_id=batch_id,
+                                     operator_id=first.operator_id, state_var=var.name)
+        if isinstance(schema, str):
+            refused.append(f"Spark gives no schema of {var.name!r}: {schema}")
+            variables.append(StateVariableDescription(var.name, kind, None, None,
+                                                      ttl=var.ttl_enabled))
+            continue
+        value_type = schema[_VALUE_COLUMNS[kind]].dataType
+        if var.ttl_enabled:
+            value_type = ttl_inner_type(value_type) or value_type
+        variables.append(StateVariableDescription(
+            name=var.name,
+            kind=kind,
+            key_schema=schema["key"].dataType.simpleString(),
+            value_schema=value_type.simpleString(),
+            user_key_schema=(schema["user_map_key"].dataType.simpleString()
+                             if kind == "map" else None),
+            ttl=var.ttl_enabled,
+        ))
+    timers: TimerKind | None = None
+    if recorded.has_timers:
+        timers = "event time" if recorded.time_mode.lower() == "eventtime" else "processing time"
+    return OperatorDescription(
+        first.operator_id, first.operator_name, names,
+        time_mode=recorded.time_mode,
+        state_variables=tuple(variables),
+        timers=timers,
+        note="; ".join(refused) or None,
+    )
 
 
 def _is_window(dtype: Any) -> bool:
@@ -219,12 +353,25 @@ def read_view(
     batch_id: int,
     shape: Shape,
     timers: bool = False,
+    ttl: bool = False,
 ) -> StateStoreView:
+    """A view of one store. With ``ttl`` (a state variable Spark recorded with a TTL)
+    each entry's value is taken out of Spark's ``{value, ttlExpirationMs}`` struct, and
+    its expiration becomes the entry's ``ttl_expiration``."""
     options = state_reader_options(batch_id, operator_id, store_name, join_side, state_var)
     if timers:
         options["readRegisteredTimers"] = "true"
     schema, rows, dataframe = _read_exact(spark, checkpoint, options,
                                           session=shape == "session", output=output)
+    ttl_column = None
+    if ttl:
+        ttl_column = next((c for c in ("value", "list_element", "user_map_value")
+                           if c in schema.fieldNames()), None)
+        if ttl_column is None or ttl_inner_type(schema[ttl_column].dataType) is None:
+            raise StateStoreError(
+                f"output {output!r} operator {operator_id}: state variable {state_var!r} "
+                f"has a TTL, but Spark's state schema ({schema.simpleString()}) has no "
+                f"{{{TTL_VALUE_FIELD}, {TTL_EXPIRATION_FIELD}}} struct to read it from")
     key_type = schema["key"].dataType
     value_type = schema["value"].dataType if "value" in schema.fieldNames() else None
     assert isinstance(key_type, StructType)
@@ -251,6 +398,11 @@ def read_view(
     entries: list[StateEntry] = []
     for row in rows:
         key_dict = row["key"] or {}
+        expiration = None
+        if ttl_column is not None and row[ttl_column] is not None:
+            wrapped = row[ttl_column]
+            row = {**row, ttl_column: wrapped[TTL_VALUE_FIELD]}
+            expiration = _expiration(wrapped[TTL_EXPIRATION_FIELD], output)
         if "value" in row:
             value = row["value"]
         elif "list_element" in row:  # transformWithState list state: one row per element
@@ -278,6 +430,7 @@ def read_view(
             value=value,
             window=window,
             partition=int(row.get("partition_id") or 0),
+            ttl_expiration=expiration,
         ))
     view_class = WindowStoreView if shape in ("window", "session") else StateStoreView
     return view_class(
@@ -290,3 +443,10 @@ def read_view(
         key_names=tuple(kept_key) if shape in ("window", "session") else key_names,
         frame=dataframe,
     )
+
+
+def _expiration(ms: int | None, output: str) -> datetime | None:
+    """A TTL'd entry's ``ttlExpirationMs`` as an aware UTC datetime (None stays None)."""
+    if ms is None:
+        return None
+    return utc_from_micros(int(ms) * 1000, f"the state of output {output!r}: ttlExpirationMs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.time import aware_datetime, to_micros, utc_from_micros
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
@@ -20,6 +20,7 @@ __all__ = [
     "QueryDescription",
     "StateEntry",
     "StateStoreView",
+    "StateVariableDescription",
     "TopologyDescription",
     "Window",
     "WindowStoreView",
@@ -91,12 +92,20 @@ class StateEntry:
     """One entry of a state store: ``key`` (bare value or tuple; a time window inside a
     key is a :class:`Window`), ``value`` (a dict, or None where the store keeps keys
     only), the ``window`` of window and session stores, and the shuffle ``partition``
-    that holds it. Unpacks as ``(key, value)``: ``for key, value in store.all()``."""
+    that holds it. Unpacks as ``(key, value)``: ``for key, value in store.all()``.
+
+    ``ttl_expiration`` is set for an entry of a ``transformWithState(InPandas)`` state
+    variable with a TTL (value, list or map state alike): the instant (aware UTC, exact
+    to the millisecond Spark keeps) from which the entry is expired; ``value`` is then
+    the value itself, as for a variable without TTL. Spark removes expired entries
+    in a batch whose processing time has reached their expiration; until then a read
+    still lists them. None for every other entry."""
 
     key: Any
     value: Any
     window: Window | None = None
     partition: int = 0
+    ttl_expiration: datetime | None = None
 
     def __iter__(self) -> Iterator[Any]:
         yield self.key
@@ -186,6 +195,11 @@ class StateStoreView:
     def get_all(self, key: Any) -> list[Any]:
         """Every value stored for ``key`` (possibly none), in a deterministic order."""
         return [e.value for e in self._by_key.get(self._normalize(key), [])]
+
+    def entries(self, key: Any) -> list[StateEntry]:
+        """Every entry stored for ``key`` (possibly none), in :meth:`get_all`'s order:
+        the values with their window, partition and ``ttl_expiration``."""
+        return list(self._by_key.get(self._normalize(key), []))
 
     def all(self) -> list[StateEntry]:
         """Every entry, ordered by key (then window)."""
@@ -298,26 +312,106 @@ def _hashable(value: Any) -> Any:
 
 
 # --- describe() ---------------------------------------------------------------------------------
+StateKind = Literal["value", "list", "map"]
+"""A state variable's kind: ``getValueState``, ``getListState``, ``getMapState``."""
+TimerKind = Literal["processing time", "event time"]
+"""The timers an operator keeps, by its time mode."""
+
+
+@dataclass(frozen=True)
+class StateVariableDescription:
+    """One state variable of a ``transformWithState(InPandas)`` operator, as Spark
+    recorded it in the checkpoint.
+
+    ``name`` is the name the processor gave it (``handle.getValueState("total", ...)``):
+    read it with ``get_state_store(output, state_var=name)``. ``kind`` is ``"value"``,
+    ``"list"`` or ``"map"``. ``key_schema`` is the grouping key's schema;
+    ``value_schema`` the variable's value schema (a list's element; a map's value);
+    ``user_key_schema`` a map's key schema (None for value and list state). Schemas are
+    Spark's ``simpleString()`` (``struct<n:bigint>``); a schema Spark refused to give
+    is None. ``ttl`` says whether the variable has a TTL: Spark records that, not the
+    duration (each entry's expiration is read as
+    :attr:`StateEntry.ttl_expiration`)."""
+
+    name: str
+    kind: StateKind
+    key_schema: str | None
+    value_schema: str | None
+    user_key_schema: str | None = None
+    ttl: bool = False
+
+    def __str__(self) -> str:
+        ttl = " with TTL" if self.ttl else ""
+        lines = [f"state variable {self.name!r}: {self.kind} state{ttl}"]
+        for label, schema in (("key", self.key_schema), ("map key", self.user_key_schema),
+                              ("value", self.value_schema)):
+            if schema is not None:
+                lines.append(f"  {label + ':':<9} {schema}")
+        return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class OperatorDescription:
     """One stateful operator of a query: Spark's operator id and name (e.g.
     ``stateStoreSave`` for aggregations, ``dedupe``, ``symmetricHashJoin``,
     ``sessionWindowStateStoreSaveExec``, ``applyInPandasWithState``,
-    ``transformWithStateInPandasExec``), its state store names, and the key and value
-    schemas of its default store (None until a batch has committed state, on PySpark
-    3.5, and for ``transformWithState(InPandas)``, whose state variables each have their
-    own schema: read them with ``get_state_store(output, state_var=...)``)."""
+    ``transformWithStateInPandasExec``, ``transformWithStateInPySparkExec``), its state
+    store names, and the key and value schemas of its default store (None until a batch
+    has committed state, on PySpark 3.5, and for ``transformWithState(InPandas)``,
+    whose state variables each have their own schema).
+
+    For ``transformWithState(InPandas)`` (PySpark 4.0+): ``time_mode`` as Spark records
+    it (``"ProcessingTime"``, ``"EventTime"``, or ``"NoTime"`` for the ``"None"`` time
+    mode), ``state_variables`` (see
+    :class:`StateVariableDescription`, ordered by name), and ``timers``: which timers
+    the operator keeps (``"processing time"`` or ``"event time"``; None for time mode
+    ``"None"``, which has none), read with ``get_state_store(output, timers=True)``.
+    ``note`` says what could not be shown and why (None when nothing is missing)."""
 
     operator_id: int
     kind: str
     store_names: tuple[str, ...]
     key_schema: str | None = None
     value_schema: str | None = None
+    time_mode: str | None = None
+    state_variables: tuple[StateVariableDescription, ...] = ()
+    timers: TimerKind | None = None
+    note: str | None = None
+
+    def state_variable(self, name: str) -> StateVariableDescription:
+        """The state variable ``name``; KeyError naming the ones there are if none."""
+        for variable in self.state_variables:
+            if variable.name == name:
+                return variable
+        raise KeyError(f"operator {self.operator_id} has no state variable {name!r}; its "
+                       f"variables are {[v.name for v in self.state_variables]}")
+
+    def lines(self, output: str) -> list[str]:
+        """The operator as printed by :class:`QueryDescription` (``output`` names the
+        query in the hint to read the timers)."""
+        lines = [f"operator {self.operator_id}: {self.kind} "
+                 f"(stores: {', '.join(self.store_names) or '-'})"]
+        if self.key_schema is not None:
+            lines.append(f"  key:   {self.key_schema}")
+        if self.value_schema is not None:
+            lines.append(f"  value: {self.value_schema}")
+        if self.time_mode is not None:
+            timers = (f"{self.timers} (read: get_state_store({output!r}, timers=True))"
+                      if self.timers else "none")
+            lines.append(f"  time mode: {self.time_mode}; timers: {timers}")
+        for variable in self.state_variables:
+            lines.extend("  " + line for line in str(variable).splitlines())
+        if self.note is not None:
+            lines.append(f"  ({self.note})")
+        return lines
 
 
 @dataclass(frozen=True)
 class QueryDescription:
-    """One output's query: its output mode, watermarks and stateful operators."""
+    """One output's query: its output mode, watermarks and stateful operators.
+
+    ``planned`` is False before the query's first batch: Spark plans the stateful
+    operators then, so ``operators`` is empty and says nothing yet (the text says so)."""
 
     output: str
     output_mode: str
@@ -325,6 +419,7 @@ class QueryDescription:
     watermarks: tuple[tuple[str, str], ...]
     """(event-time column, delay) per ``withWatermark``."""
     operators: tuple[OperatorDescription, ...] = field(default=())
+    planned: bool = True
 
     def __str__(self) -> str:
         sink = "Kafka sink" if self.kafka else "sink"
@@ -334,15 +429,13 @@ class QueryDescription:
                 f"{column} delayed by {delay}" for column, delay in self.watermarks))
         else:
             lines.append("  watermarks: none")
-        if not self.operators:
+        if not self.planned:
+            lines.append("  stateful operators: not known before the first batch (Spark "
+                         "plans them then)")
+        elif not self.operators:
             lines.append("  stateless")
         for op in self.operators:
-            lines.append(f"  operator {op.operator_id}: {op.kind} "
-                         f"(stores: {', '.join(op.store_names) or '-'})")
-            if op.key_schema is not None:
-                lines.append(f"    key:   {op.key_schema}")
-            if op.value_schema is not None:
-                lines.append(f"    value: {op.value_schema}")
+            lines.extend("  " + line for line in op.lines(self.output))
         return "\n".join(lines)
 
 
