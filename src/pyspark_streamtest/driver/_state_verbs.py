@@ -56,7 +56,21 @@ class StateVerbs:
         per element (``get_all(key)`` in list order), a map variable one per map key
         (``{"user_map_key": {...}, "user_map_value": {...}}``), and ``timers=True``
         reads the registered timers (``{"expiration_timestamp_ms": ms}`` per timer).
-        Before the query's first batch the view is empty. Reading never changes the query.
+
+        A variable with a TTL reads the same way: each entry's value is the value itself
+        (a map entry's ``user_map_value`` too), and the entry's
+        :attr:`~pyspark_streamtest.state.StateEntry.ttl_expiration` is the aware UTC
+        instant it expires at (``store.entries(key)``); ``to_dataframe()`` keeps Spark's
+        own ``{value, ttlExpirationMs}`` struct.
+
+        Without ``operator_id``, ``state_var`` (and ``timers=True``) reads the operator
+        that holds that variable (keeps timers) when exactly one does, as Spark recorded
+        the variables in the checkpoint; when several do it raises
+        :class:`~pyspark_streamtest.errors.InvalidArgumentError` naming them (pass
+        ``operator_id=``), and when none does
+        :class:`~pyspark_streamtest.errors.StateStoreError` listing the variables there
+        are. Before the query's first batch the view is empty. Reading never changes the
+        query.
         """
         self._check_open()
         return self._read(output, operator_id=operator_id, store_name=store_name,
@@ -181,8 +195,12 @@ class StateVerbs:
     def describe(self) -> TopologyDescription:
         """Each query's output mode, watermarks (column and delay) and stateful operators
         (Spark's operator id and name, state store names, key and value schemas),
-        printable like Kafka's ``Topology#describe()``. Operators are known once a batch
-        has run (Spark plans them then); schemas need PySpark 4.0+."""
+        printable like Kafka's ``Topology#describe()``. A ``transformWithState(InPandas)``
+        operator shows its time mode, its timers and every state variable (name, kind,
+        key, value and map-key schemas, TTL): see
+        :class:`~pyspark_streamtest.state.OperatorDescription`. Operators are known once a
+        batch has run (Spark plans them then; before, the description says so, with
+        ``planned`` False); schemas and state variables need PySpark 4.0+."""
         self._check_open()
         with self._spark_calls():
             return self._state.describe()
