@@ -276,8 +276,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for index, history in enumerate(histories):
             batches = getattr(history, "batches", history)  # an open driver, or its batches
             suffix = f" (driver {index + 1})" if len(histories) > 1 else ""
-            report.sections.append(
-                ("streamtest timeline" + suffix, format_timeline(batches, show_rows=3)))
+            # an open driver's Kafka topics read with the deserializers the test gave them
+            text = format_timeline(batches, show_rows=3,
+                                   deserializers=getattr(history, "_readers", None))
+            report.sections.append(("streamtest timeline" + suffix, text))
             if folder:
                 name = safe_file_name(item.nodeid) + (f"-{index + 1}" if len(histories) > 1 else "")
                 path = _picture(history, os.path.join(folder, name + ".svg"), item.nodeid + suffix)

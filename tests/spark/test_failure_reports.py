@@ -14,9 +14,17 @@ import pytest
 from pyspark_streamtest import Feature, StreamingQueryFailedError
 
 # Loaded here, before the inner runs: pytester takes modules an inner run imported out
-# of sys.modules after it, and numpy (imported by PySpark's UDF code) cannot load twice.
+# of sys.modules after it, and numpy (imported by PySpark's UDF code) cannot load twice,
+# nor PySpark 4's classic Column (a second copy is "not a Column"). Run alone, this file
+# would otherwise load them first in an inner run.
 with contextlib.suppress(ImportError):
     import numpy  # noqa: F401
+    import pyspark.sql.pandas.map_ops
+with contextlib.suppress(ImportError):  # PySpark 4 (3.5 has no classic package)
+    import pyspark.sql.classic.column
+    import pyspark.sql.classic.dataframe  # noqa: F401
+import pyspark_streamtest.driver.driver
+import pyspark_streamtest.reporting.timeline  # noqa: F401 (the plugin's, on a failure)
 
 pytest_plugins = ["pytester"]
 
@@ -91,10 +99,10 @@ def test_a_failed_assert_values_shows_the_test_line_and_a_wrapped_diff(pytester)
     # Below the line naming the error, no line is wider than 100 (and pytest's "E   ").
     assert max(len(line) for line in errors[1:]) <= 112, text
     assert sum(line.startswith("test_diff.py:") for line in report) == 1  # the test's line
-    # The batch timeline of the failed test shows what each batch emitted, cut short.
+    # The batch timeline of the failed test shows what each batch emitted, wrapped.
     timeline = report[next(i for i, line in enumerate(report) if "streamtest timeline" in line):]
-    assert any(line.startswith('      -> {"url":"/xxxx') and line.endswith("...")
-               for line in timeline), text
+    first = next(i for i, line in enumerate(timeline) if line.startswith('      -> {"url":"/xxxx'))
+    assert timeline[first + 1].endswith('xxx","user":"a"}'), text
 
 
 def test_a_bug_of_ours_keeps_our_frames(pytester):
@@ -221,3 +229,31 @@ def test_a_processor_s_exception_shows_the_user_s_frame_without_pyspark_s(topolo
     assert "in handleInputRows" in cause and "test_failure_reports.py" in cause
     assert "ValueError: negative reading for d1" in cause
     assert "worker.py" not in cause and "serializers.py" not in cause
+
+
+def test_the_timeline_shows_kafka_records_decoded_with_the_tests_deserializers(pytester):
+    pytester.makepyfile(test_kafka_timeline="""
+    from pyspark.sql import functions as F
+
+    def alerts(t):
+        readings = t.kafka_input("readings")
+        t.kafka_output("alerts", readings.select(
+            "key", F.to_json(F.struct(F.lit("offline").alias("alert"),
+                                      F.col("value").cast("string").alias("device_id")))
+            .alias("value")))
+
+    def test_alert(topology_driver):
+        driver = topology_driver(alerts)
+        driver.create_input_topic("readings", key_serializer="string",
+                                  value_serializer="string").pipe_input("d1", "d1")
+        driver.process_all_available()
+        out = driver.create_output_topic("alerts", key_deserializer="string",
+                                         value_deserializer="json")
+        assert out.read_value() == {"alert": "online"}
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    text = "\n".join(_failure_section(result))
+    # the key and value as the test's handle reads them, not {"utf8": "..."} cut short
+    assert '      -> "d1": {"alert":"offline","device_id":"d1"}' in text, text
+    assert "utf8" not in text

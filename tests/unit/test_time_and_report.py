@@ -75,13 +75,44 @@ def test_timeline_can_show_the_rows_each_batch_emitted():
         num_rows_dropped_by_watermark=0, num_state_rows_total=0,
     )
     lines = format_timeline([batch, kafka], show_rows=3).splitlines()
-    assert lines[3].startswith('      -> {"url":"/xxx') and lines[3].endswith("...")
-    assert len(lines[3]) == len("      -> ") + 96
-    assert lines[5].startswith('      -> {"url":"/xxx')
-    assert lines[6] == "      -> ... 1 more"
-    assert lines[7].startswith("    1  sink")
-    assert lines[8].startswith("      -> ") and "k" in lines[8] and "v" in lines[8]
+    # a long row wraps (96 characters a line) instead of losing its end
+    assert lines[3].startswith('      -> {"url":"/xxx') and len(lines[3]) == len("      -> ") + 96
+    assert lines[4].startswith("         xxx") and lines[4].endswith('"user":"a"}')
+    assert lines[7].startswith('      -> {"url":"/xxx')
+    assert lines[9] == "      -> ... 1 more"
+    assert lines[10].startswith("    1  sink")
+    assert lines[11] == '      -> "k": "v"'  # UTF-8 bytes shown as text
     assert format_timeline([batch]) == "\n".join(format_timeline([batch], show_rows=3)
                                                  .splitlines()[:3])
     with pytest.raises(ValueError, match="show_rows must be an int >= 0"):
         format_timeline([batch], show_rows=-1)
+
+
+def _kafka_batch(*records: TestRecord) -> BatchRecord:
+    return BatchRecord(
+        output="alerts", batch_id=0, processing_time=T, watermark=T, watermark_after=T,
+        input_records=(), output_records=records, num_input_rows=1,
+        num_rows_dropped_by_watermark=0, num_state_rows_total=0,
+    )
+
+
+def test_timeline_decodes_kafka_records_readably_or_with_the_tests_deserializers():
+    value = b'{"device_id":"d1","alert":"offline","at":"2024-01-01T00:00:05Z"}'
+    batch = _kafka_batch(
+        TestRecord(value, key=b"d1", topic="alerts"),
+        TestRecord(b"\xff\x00", key=None, topic="raw"),
+        TestRecord(b"x" * 400, key=b"k", topic="long"),
+    )
+    lines = format_timeline([batch], show_rows=3).splitlines()
+    # JSON values are shown as the JSON they hold, not as escaped text
+    assert lines[3] == ('      -> "d1": {"alert":"offline","at":"2024-01-01T00:00:05.000Z",'
+                        '"device_id":"d1"}')
+    assert lines[4] == '      -> {"base64":"/wA="}'  # not UTF-8
+    assert [len(line) for line in lines[5:8]] == [9 + 96] * 3 and lines[7].endswith("...")
+    assert len(lines) == 8  # three lines at most per row
+
+    upper = {"alerts": (lambda b: b.decode().upper(), "string"),
+             "raw": (None, lambda b: 1 / 0)}  # a deserializer that raises: shown readably
+    lines = format_timeline([batch], show_rows=2, deserializers=upper).splitlines()
+    assert lines[3].startswith('      -> "D1": "{\\"device_id\\":\\"d1\\"')
+    assert lines[4] == '      -> {"base64":"/wA="}'

@@ -30,12 +30,16 @@ class TopicHandles:
         history: History,
         input_link: InputLink,
         output_link: OutputLink,
+        readers: dict[str, tuple[DeserializerSpec, DeserializerSpec]],
     ) -> None:
         self._inputs = inputs
         self._outputs = outputs
         self._history = history
         self._input_link = input_link
         self._output_link = output_link
+        self._readers = readers
+        """Topic -> the deserializers its latest handle was given (the failure report's
+        timeline decodes the topic's records with them); kept across runs."""
 
     def input_topic(
         self,
@@ -96,6 +100,8 @@ class TopicHandles:
             if b.spec.kafka is not None
             and (b.spec.kafka.routes_by_column or (b.spec.kafka.topic or b.spec.name) == name)
         )
+        if key_deserializer is not None or value_deserializer is not None:
+            self._readers[name] = (key_deserializer, value_deserializer)
         return TestOutputTopic._create(
             self._output_link, name, kafka=True, queries=writers,
             key_deserializer=deserializer(key_deserializer),

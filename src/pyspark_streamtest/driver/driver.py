@@ -173,6 +173,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
         self._closed = False
         self._closed_because = None
         self._app_settings = None
+        self._readers: dict[str, tuple[DeserializerSpec, DeserializerSpec]] = {}
         session = spark if spark is not None else build_test_session()
         ensure_classic_session(session)
         ensure_alive(session)  # a dead JVM is SparkDiedError, not a connection error
@@ -229,7 +230,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
             self._inputs, self._outputs, self._history,
             InputLink(check, self._pipe, self._queries.pipe_empty,
                       lambda: self.current_time, self._broker),
-            OutputLink(check, self._history, self._frame),
+            OutputLink(check, self._history, self._frame), self._readers,
         )
 
     @classmethod
