@@ -22,7 +22,7 @@ changing what any run answers:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,17 +30,18 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import InvalidArgument
 
 from ..core import _open_drivers
-from ..core.records import BatchRecord, TestRecord
+from ..core.records import BatchRecord
 from ..driver import TopologyTestDriver
 from ..errors import hide_our_frames
-from .schedule import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Tick
+from ._play import RecordFunction, SerializerChoice, run_schedule
+from .schedule import Schedule
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["clear_run_cache", "run_schedule", "run_topology", "spark_settings"]
+__all__ = ["clear_run_cache", "run_app", "run_schedule", "run_topology", "spark_settings"]
 
 _CACHE_SIZE = 256
 """Schedules remembered: a shrink of a few minutes tries a few hundred candidates."""
@@ -92,16 +93,20 @@ def run_topology(
     schedule: Schedule,
     *,
     spark: SparkSession | None = None,
-    input: str = "events",
+    input: str | None = "events",
     output: str = "out",
     trigger_interval: timedelta = timedelta(seconds=1),
     driver_options: Mapping[str, Any] | None = None,
+    to_record: RecordFunction | Mapping[str, RecordFunction] | None = None,
+    key_serializer: SerializerChoice = None,
+    value_serializer: SerializerChoice = None,
     cache: bool = True,
 ) -> tuple[BatchRecord, ...]:
     """Run ``schedule`` through a fresh driver of ``topology`` and return the batches of
     ``output``, as :func:`~pyspark_streamtest.testing.strategies.run_schedule` does
     with ``TopologyTestDriver(topology, spark=spark, trigger_interval=trigger_interval,
-    **driver_options)`` (closed before returning).
+    **driver_options)`` (closed before returning). ``input``, ``to_record``,
+    ``key_serializer`` and ``value_serializer`` are ``run_schedule``'s.
 
     With ``cache=True`` (the default) the batches of the last 256 runs are kept, keyed by
     the topology function, the schedule and every other argument, and a run asked for
@@ -109,9 +114,9 @@ def run_topology(
     gave: a query's batches depend only on the driver calls the schedule makes. Turn the
     cache off when the test also checks what a run does outside its batches (a
     ``foreach_batch`` function's side effects, files written), or when ``topology``
-    reads something that changes between examples. Runs that raise are not kept.
-    ``driver_options`` whose values cannot be hashed (beyond mappings, which are frozen
-    for the key) turn the cache off for that call.
+    (or ``to_record``) reads something that changes between examples. Runs that raise
+    are not kept. Arguments whose values cannot be hashed (beyond mappings and lists,
+    which are frozen for the key) turn the cache off for that call.
 
     Every ``schedule`` starts at the driver's ``start_time`` with no state, as each
     hypothesis example must: on a new driver, or on the driver an earlier call made for
@@ -122,13 +127,63 @@ def run_topology(
     each run gets a new driver, closed before returning; kept drivers are closed by
     :func:`clear_run_cache`.
     """
+    return _run(("topology", topology), schedule, spark, input, output, trigger_interval,
+                driver_options, (to_record, key_serializer, value_serializer), cache)
+
+
+def run_app(
+    app: Callable[..., None],
+    schedule: Schedule,
+    *,
+    output: str,
+    spark: SparkSession | None = None,
+    input: str | None = None,
+    trigger_interval: timedelta = timedelta(seconds=1),
+    driver_options: Mapping[str, Any] | None = None,
+    to_record: RecordFunction | Mapping[str, RecordFunction] | None = None,
+    key_serializer: SerializerChoice = None,
+    value_serializer: SerializerChoice = None,
+    cache: bool = True,
+) -> tuple[BatchRecord, ...]:
+    """:func:`run_topology` for a production job: the schedule runs on
+    ``TopologyTestDriver.from_app(app, spark=spark, trigger_interval=trigger_interval,
+    **driver_options)``, a driver kept and reset between runs, with the same cache.
+
+    ``driver_options`` holds ``from_app``'s own options too (``inputs``, ``topics``,
+    ``schemas``, ``ignore_options``, ``outputs``: ``outputs=["name"]`` starts only the
+    queries the test reads) and the constructor's (``start_time``, ``sql_conf``...).
+    ``trigger_interval`` is given to the driver, so a ``Tick`` is one trigger whatever
+    trigger the job sets itself. A job usually reads several inputs: each ``Pipe`` of
+    the schedule names its input (``schedules({"orders": ..., "payments": ...})``
+    draws such schedules), or ``input`` names the one the others go to. ``to_record``
+    maps an event to the record the job's source takes, e.g. the event time inside a
+    JSON value::
+
+        def order(event):
+            value = {"order_id": event.value, "at": event.timestamp.isoformat()}
+            return event.key, value, event.timestamp
+
+    Its keys and values go through ``key_serializer`` and ``value_serializer``
+    (default ``"auto"``: a dict as JSON, a str as UTF-8). ``output`` is the query whose
+    batches are returned (the job's ``queryName``, or the name ``from_app`` gave it).
+    Turn the cache off (``cache=False``) when the job writes files or reads anything
+    that changes between examples.
+    """
+    return _run(("app", app), schedule, spark, input, output, trigger_interval,
+                driver_options, (to_record, key_serializer, value_serializer), cache)
+
+
+def _run(made_by: tuple[str, Callable[..., None]], schedule: Schedule,
+         spark: SparkSession | None, input: str | None, output: str,
+         trigger_interval: timedelta, driver_options: Mapping[str, Any] | None,
+         piping: tuple[Any, Any, Any], cache: bool) -> tuple[BatchRecord, ...]:
     if not isinstance(schedule, Schedule):
         raise InvalidArgument(f"schedule={schedule!r} must be a Schedule")
     if not isinstance(trigger_interval, timedelta):
         raise InvalidArgument(f"trigger_interval={trigger_interval!r} must be a timedelta")
     options = dict(driver_options or {})
-    key = _key(topology, schedule, spark, input, output, trigger_interval, options) \
-        if cache else None
+    key = _key(made_by, schedule, spark, input, output, trigger_interval, options,
+               piping) if cache else None
     if key is not None and key in _runs:
         _runs.move_to_end(key)
         return _runs[key]
@@ -136,11 +191,14 @@ def run_topology(
     _played += 1
     # A kept driver with a frozen Python clock would keep it frozen between examples.
     reuse = cache and not options.get("freeze_python_clock", False)
-    kept = _driver_key(topology, spark, trigger_interval, options) if reuse else None
-    driver = _driver_for(kept, topology, spark, trigger_interval, options)
+    kept = _driver_key(made_by, spark, trigger_interval, options) if reuse else None
+    driver = _driver_for(kept, made_by, spark, trigger_interval, options)
+    to_record, key_serializer, value_serializer = piping
     try:
         batches = run_schedule(driver, schedule, input=input, output=output,
-                               trigger_interval=trigger_interval)
+                               trigger_interval=trigger_interval, to_record=to_record,
+                               key_serializer=key_serializer,
+                               value_serializer=value_serializer)
     except BaseException:
         _drivers.pop(kept, None)  # a failed run may leave a driver stopped or closed
         driver.close()
@@ -163,7 +221,16 @@ def clear_run_cache() -> None:
         _drivers.popitem()[1].close()
 
 
-def _driver_for(key: Hashable | None, topology: Callable[..., None],
+def _new_driver(made_by: tuple[str, Callable[..., None]], spark: SparkSession | None,
+                interval: timedelta, options: dict[str, Any]) -> TopologyTestDriver:
+    kind, function = made_by
+    if kind == "app":
+        return TopologyTestDriver.from_app(function, spark=spark, trigger_interval=interval,
+                                           **options)
+    return TopologyTestDriver(function, spark=spark, trigger_interval=interval, **options)
+
+
+def _driver_for(key: Hashable | None, made_by: tuple[str, Callable[..., None]],
                 spark: SparkSession | None, interval: timedelta,
                 options: dict[str, Any]) -> TopologyTestDriver:
     """A driver for one run: the one kept for ``key``, reset (the topology's DataFrames
@@ -174,20 +241,22 @@ def _driver_for(key: Hashable | None, topology: Callable[..., None],
         driver.reset()
         return driver
     if key is None:
-        return TopologyTestDriver(topology, spark=spark, trigger_interval=interval, **options)
+        return _new_driver(made_by, spark, interval, options)
     with _open_drivers.shared():  # kept across examples: clear_run_cache closes it
-        driver = TopologyTestDriver(topology, spark=spark, trigger_interval=interval,
-                                    **options)
+        driver = _new_driver(made_by, spark, interval, options)
     _drivers[key] = driver
     while len(_drivers) > _DRIVERS_KEPT:
         _drivers.popitem(last=False)[1].close()
     return driver
 
 
-def _driver_key(topology: Callable[..., None], spark: SparkSession | None,
+def _driver_key(made_by: tuple[str, Callable[..., None]], spark: SparkSession | None,
                 interval: timedelta, options: dict[str, Any]) -> Hashable | None:
     frozen = tuple(sorted((name, _frozen(value)) for name, value in options.items()))
-    key = (topology, spark, interval, frozen)
+    return _hashable_or_none((made_by, spark, interval, frozen))
+
+
+def _hashable_or_none(key: Hashable) -> Hashable | None:
     try:
         hash(key)
     except TypeError:
@@ -201,64 +270,22 @@ def spark_runs() -> int:
     return _played
 
 
-def _key(topology: Callable[..., None], schedule: Schedule, spark: SparkSession | None,
-         input: str, output: str, interval: timedelta,
-         options: dict[str, Any]) -> Hashable | None:
-    driver_key = _driver_key(topology, spark, interval, options)
-    return None if driver_key is None else (driver_key, schedule, input, output)
+def _key(made_by: tuple[str, Callable[..., None]], schedule: Schedule,
+         spark: SparkSession | None, input: str | None, output: str, interval: timedelta,
+         options: dict[str, Any], piping: tuple[Any, Any, Any]) -> Hashable | None:
+    driver_key = _driver_key(made_by, spark, interval, options)
+    if driver_key is None:
+        return None
+    return _hashable_or_none((driver_key, schedule, input, output, _frozen(piping)))
 
 
 def _frozen(value: Any) -> Any:
+    """``value`` with its mappings, lists and sets frozen (so that it can be hashed)."""
     if isinstance(value, Mapping):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        return ("mapping", tuple(sorted(((k, _frozen(v)) for k, v in value.items()),
+                                        key=lambda item: repr(item[0]))))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_frozen(v) for v in value)
     return value
-
-
-def run_schedule(
-    driver: Any,
-    schedule: Schedule,
-    *,
-    input: str = "events",
-    output: str = "out",
-    trigger_interval: timedelta = timedelta(seconds=1),
-) -> tuple[BatchRecord, ...]:
-    """Run ``schedule`` through ``driver`` and return the batches of ``output``.
-
-    ``Pipe`` pipes the events into ``input`` in one call: as rows ``{"key", "value"}``
-    with event time ``timestamp`` (plain inputs, whose timestamp column is filled), or
-    as string key and value with that Kafka timestamp (Kafka inputs; a None value is a
-    tombstone). ``Tick`` advances the wall clock by ``trigger_interval`` (the driver's),
-    ``Drain`` is :meth:`~pyspark_streamtest.TopologyTestDriver.process_all_available`,
-    ``Restart`` is :meth:`~pyspark_streamtest.TopologyTestDriver.restart`, and
-    ``AdvanceWatermark(to)`` calls ``advance_watermark_to(to, output=output)`` when
-    ``to`` is above the output's watermark, else only drains.
-    """
-    handle = driver.create_input_topic(input)
-    if handle.is_kafka:
-        handle = driver.create_input_topic(input, key_serializer="string",
-                                           value_serializer="string")
-    for step in schedule.steps:
-        if isinstance(step, Pipe):
-            handle.pipe_record_list(_records(step.events, kafka=handle.is_kafka))
-        elif isinstance(step, Tick):
-            driver.advance_wall_clock(trigger_interval)
-        elif isinstance(step, Drain):
-            driver.process_all_available()
-        elif isinstance(step, Restart):
-            driver.restart()
-        elif isinstance(step, AdvanceWatermark):
-            current = driver.watermark(output)
-            if current is not None and step.to > current:
-                driver.advance_watermark_to(step.to, output=output)
-            else:
-                driver.process_all_available()
-        else:  # pragma: no cover
-            raise TypeError(f"unknown step {step!r}")
-    return tuple(b for b in driver.batches if b.output == output)
-
-
-def _records(piped: Sequence[Event], *, kafka: bool) -> list[TestRecord]:
-    if kafka:
-        return [TestRecord(key=e.key, value=e.value, timestamp=e.timestamp) for e in piped]
-    return [TestRecord(value={"key": e.key, "value": e.value}, timestamp=e.timestamp)
-            for e in piped]

@@ -5,19 +5,21 @@ whose message shows the difference batch by batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..core._stable import stable_json, utc_text
+from ..core.equality import OutputMismatchError, assert_values_equal
 from ..core.records import BatchRecord, TestRecord
-from ..errors import hide_our_frames
-from .model import Event, ModelBatch, last_values
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from .model import Event, ModelBatch, Schedule, last_values
 
 __tracebackhide__ = hide_our_frames
 
 __all__ = [
     "InvariantError",
+    "assert_matches_expected",
     "assert_matches_model",
     "assert_no_late_rows",
     "assert_same_final_results",
@@ -99,6 +101,61 @@ def assert_matches_model(
         if context:
             lines.extend(["", context])
         raise InvariantError("\n".join(lines))
+
+
+def assert_matches_expected(
+    batches: Sequence[BatchRecord],
+    expected: Sequence[Any] | Callable[[Schedule], Sequence[Any]],
+    *,
+    schedule: Schedule | None = None,
+    row: Callable[[TestRecord], Any] = row_of,
+    ignore_order: bool = True,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    ignore_columns: Collection[str] | None = None,
+    context: str = "",
+) -> None:
+    """The rows the run emitted, over all ``batches``, are ``expected``: the rows your
+    own statement of the pipeline predicts, instead of the built-in model's.
+
+    ``expected`` is those rows, or a function of the schedule that returns them (then
+    pass ``schedule``), e.g. a plain-Python count of ``schedule.events``. Compute them
+    *before* the Spark run when you can (``expected = my_counts(schedule)``, then
+    ``run_topology``): an expectation that fails on its own then shrinks without Spark.
+    Each output record becomes a row by ``row`` (:func:`row_of` by default; a Kafka
+    output's JSON value needs ``row=lambda r: json.loads(r.value)``).
+
+    Rows compare as :func:`~pyspark_streamtest.assert_values_equal` compares them: as
+    multisets by default (``ignore_order``; rows of one batch have no order), floats
+    exactly unless ``rtol``/``atol`` is given, ``pytest.approx`` inside an expected row
+    with its own tolerance, ``ignore_columns`` left out of both sides. A mismatch raises
+    :class:`InvariantError` with the side-by-side table (each actual row with the
+    batch that emitted it) and ``context``, or the schedule when no ``context`` is given.
+    """
+    if callable(expected):
+        if schedule is None:
+            raise InvalidArgumentError(
+                "expected is a function of the schedule; pass schedule= too (or pass "
+                "the rows: expected=my_rows(schedule))")
+        expected = expected(schedule)
+    if isinstance(expected, (str, bytes, Mapping)) or not isinstance(
+            expected, (Sequence, Iterable)):
+        raise InvalidArgumentTypeError(
+            f"expected must be a list of rows (or a function returning one), got "
+            f"{type(expected).__name__} {expected!r}")
+    records = [(batch.batch_id, record) for batch in batches for record in batch.output_records]
+    output = batches[0].output if batches else None
+    try:
+        assert_values_equal([row(r) for _, r in records], list(expected),
+                            ignore_order=ignore_order, rtol=rtol, atol=atol,
+                            ignore_columns=ignore_columns,
+                            title="rows" if output is None else f"rows of {output!r}",
+                            batch_ids=[batch_id for batch_id, _ in records])
+    except OutputMismatchError as mismatch:
+        if not context and schedule is not None:
+            context = f"schedule:\n{schedule}"
+        text = str(mismatch) + (f"\n\n{context}" if context else "")
+        raise InvariantError(text) from None
 
 
 def _events_text(events: Iterable[Event]) -> str:

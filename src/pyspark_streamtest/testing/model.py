@@ -52,6 +52,9 @@ from .schedule import (
     Event as Event,
 )
 from .schedule import (
+    EventRow as EventRow,
+)
+from .schedule import (
     ModelBatch as ModelBatch,
 )
 from .schedule import (
@@ -77,6 +80,7 @@ __all__ = [
     "Deduplicate",
     "Drain",
     "Event",
+    "EventRow",
     "LatestValueTable",
     "ModelBatch",
     "Operator",

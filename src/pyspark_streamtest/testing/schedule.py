@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, NoReturn
 
 from ..errors import hide_our_frames
 
@@ -18,6 +19,7 @@ __all__ = [
     "AdvanceWatermark",
     "Drain",
     "Event",
+    "EventRow",
     "ModelBatch",
     "Pipe",
     "Restart",
@@ -28,28 +30,109 @@ __all__ = [
 
 
 # --- events and schedules ------------------------------------------------------------------------
+class EventRow(dict[str, Any]):
+    """The row an :class:`Event` carries when its value is a row (drawn by
+    :func:`~pyspark_streamtest.testing.strategies.row_events`, or a dict given to
+    ``Event``): a ``dict`` of column name to value that cannot be changed and can be
+    hashed, so schedules holding rows compare, print and key
+    :func:`~pyspark_streamtest.testing.strategies.run_topology`'s cache as others do.
+    It pipes as the dict it is (a plain input's row, a Kafka ``json`` value).
+
+    ``time_column`` names the column the event's time was written into (``None``: the
+    row does not hold it, and the event's ``timestamp`` goes with the record).
+    """
+
+    __slots__ = ("time_column",)
+    time_column: str | None
+
+    def __init__(self, fields: Mapping[str, Any] | None = None, /, *,
+                 time_column: str | None = None) -> None:
+        super().__init__(fields or {})
+        object.__setattr__(self, "time_column", time_column)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(_hashable(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_event_row, (dict(self), self.time_column))
+
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
+        raise TypeError("an EventRow cannot be changed; make a new one "
+                        "(EventRow({**row, 'name': value}))")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        self._refuse()
+
+    def __str__(self) -> str:
+        return _shown(self)
+
+
+def _event_row(fields: dict[str, Any], time_column: str | None) -> EventRow:
+    return EventRow(fields, time_column=time_column)
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` with its dicts and lists made into tuples, so that it hashes."""
+    if isinstance(value, Mapping):
+        return tuple(sorted(((str(k), _hashable(v)) for k, v in value.items()),
+                            key=lambda item: item[0]))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A value as a counterexample shows it: text quoted, times in ISO 8601, a row as
+    ``{name=value, ...}``."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}={_shown(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_shown, value)) + "]"
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return repr(value)
+
+
 @dataclass(frozen=True)
 class Event:
     """One record: ``key``, ``value`` (None is a tombstone on a table-like topic) and its
-    event time ``timestamp`` (aware)."""
+    event time ``timestamp`` (aware).
+
+    ``value`` is a ``str`` for the events :func:`~pyspark_streamtest.testing.strategies.events`
+    draws by default, an :class:`EventRow` for those of
+    :func:`~pyspark_streamtest.testing.strategies.row_events`; any value a runner can
+    pipe is allowed. A ``dict`` given is made an :class:`EventRow` (so the event can be
+    hashed)."""
 
     key: str
-    value: str | None
+    value: Any
     timestamp: datetime
 
+    def __post_init__(self) -> None:
+        if type(self.value) is dict:
+            object.__setattr__(self, "value", EventRow(self.value))
+
     def __str__(self) -> str:
-        value = "<tombstone>" if self.value is None else repr(self.value)
+        value = "<tombstone>" if self.value is None else _shown(self.value)
         return f"{self.key}={value}@{self.timestamp:%H:%M:%S}"
 
 
 @dataclass(frozen=True)
 class Pipe:
-    """Pipe these events (they wait for the next trigger)."""
+    """Pipe these events (they wait for the next trigger) into ``input``: an input's
+    name, or None for the runner's ``input=``."""
 
     events: tuple[Event, ...]
+    input: str | None = None
 
     def __str__(self) -> str:
-        return "pipe " + ", ".join(map(str, self.events))
+        into = "" if self.input is None else f"into {self.input}: "
+        return "pipe " + into + ", ".join(map(str, self.events))
 
 
 @dataclass(frozen=True)
@@ -99,8 +182,20 @@ class Schedule:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """Every event piped, in order."""
+        """Every event piped, in order (into whichever input)."""
         return tuple(e for s in self.steps if isinstance(s, Pipe) for e in s.events)
+
+    @property
+    def inputs(self) -> tuple[str | None, ...]:
+        """The inputs the pipes name, in the order they first appear (None for pipes
+        into the runner's ``input=``)."""
+        return tuple(dict.fromkeys(s.input for s in self.steps if isinstance(s, Pipe)))
+
+    def events_into(self, input: str | None) -> tuple[Event, ...]:
+        """The events piped into ``input`` (None: by the pipes that name no input), in
+        order."""
+        return tuple(e for s in self.steps if isinstance(s, Pipe) and s.input == input
+                     for e in s.events)
 
     def without_restarts(self) -> Schedule:
         return Schedule(tuple(s for s in self.steps if not isinstance(s, Restart)))
