@@ -36,6 +36,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/port-from-spark-streamtest.md",
     "how-to/port-from-kafka-streams.md",
     "how-to/windowed-aggregation.md",
+    "how-to/transform-with-state.md",
     "how-to/kafka-topics.md",
     "how-to/test-your-job.md",
     "how-to/upgrades.md",
