@@ -363,3 +363,11 @@ def test_schedules_refuse_a_bad_mapping_of_inputs(strategy, match):
 
     with pytest.raises(InvalidArgument, match=match):
         sst.schedules(strategy)
+
+
+def test_a_column_that_does_not_matter_shrinks_to_its_simplest_value_at_once():
+    """One draw per value decides null, edge or plain, and its lowest value is the type's
+    simplest: a failure that needs a null page shrinks every other column to plain."""
+    row = find(sst.rows(CLICK), lambda r: r["page"] is None, settings=FIND)
+    assert row == {"user": "", "page": None, "ts": datetime(1970, 1, 1, tzinfo=timezone.utc),
+                   "amount": 0.0}

@@ -222,15 +222,18 @@ def deferred_for(schema: object, spark: object,
 def _column(dtype: T.DataType, nullable: bool, options: _Options, path: str
             ) -> st.SearchStrategy[Any]:
     """A column's values: its override, or its type's values with nulls and edges mixed
-    in at the shares asked for (one draw decides, and shrinks to the plain value)."""
+    in at the shares asked for.
+
+    One draw decides which, and it shrinks in one step: its lowest value gives the
+    type's simplest value (0, "", the epoch, an empty list...) without drawing anything
+    else, so a column that does not matter to a failure becomes plain at the first try
+    (one Spark run per column, not one per step of shrinking the value itself)."""
     given = options.fields.get(path)
     if given is not None:
         return given
-    base, edges = _typed(dtype, options, path)
+    base, edges, simplest = _typed(dtype, options, path)
     null_from = 1000 - (options.nulls if nullable else 0)
     edge_from = null_from - (options.edges if edges else 0)
-    if edge_from >= 1000:
-        return base
 
     @st.composite
     def value(draw: Any) -> Any:
@@ -239,6 +242,8 @@ def _column(dtype: T.DataType, nullable: bool, options: _Options, path: str
             return None
         if pick >= edge_from:
             return draw(st.sampled_from(edges))
+        if pick == 0 and simplest is not None:
+            return simplest()
         return draw(base)
 
     return value()
@@ -254,16 +259,16 @@ def _struct(struct: T.StructType, options: _Options, prefix: str
 
 
 def _typed(dtype: T.DataType, options: _Options, path: str
-           ) -> tuple[st.SearchStrategy[Any], list[Any]]:
-    """(the type's values, its edge values)."""
+           ) -> tuple[st.SearchStrategy[Any], list[Any], Callable[[], Any] | None]:
+    """(the type's values, its edge values, a function making its simplest value)."""
     json = options.target == "json"
     if isinstance(dtype, T.StringType):
-        return _text(), list(_TEXT_EDGES)
+        return _text(), list(_TEXT_EDGES), str
     if isinstance(dtype, T.BooleanType):
-        return st.booleans(), []
+        return st.booleans(), [], bool
     if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
         low, high = INT_RANGES[type(dtype)]
-        return st.integers(low, high), [low, high, 0, -1, 1]
+        return st.integers(low, high), [low, high, 0, -1, 1], int
     if isinstance(dtype, (T.FloatType, T.DoubleType)):
         single = isinstance(dtype, T.FloatType)
         top = _FLOAT32_MAX if single else sys.float_info.max
@@ -273,27 +278,29 @@ def _typed(dtype: T.DataType, options: _Options, path: str
         if not json:
             edges += [float("nan"), float("inf"), float("-inf")]
         return st.floats(width=32 if single else 64, allow_nan=not json,
-                         allow_infinity=not json), edges
+                         allow_infinity=not json), edges, float
     if isinstance(dtype, T.DecimalType):
         return _decimals(dtype)
     if isinstance(dtype, T.DateType):
-        return st.dates(), [date(1, 1, 1), date(9999, 12, 31), date(1970, 1, 1)]
+        return (st.dates(), [date(1, 1, 1), date(9999, 12, 31), date(1970, 1, 1)],
+                lambda: date(1970, 1, 1))
     if isinstance(dtype, T.TimestampNTZType):
         naive = [t.replace(tzinfo=None) for t in _TS_EDGES]
-        return st.datetimes(_TS_MIN.replace(tzinfo=None), _TS_MAX.replace(tzinfo=None)), naive
+        return (st.datetimes(_TS_MIN.replace(tzinfo=None), _TS_MAX.replace(tzinfo=None)),
+                naive, lambda: EPOCH.replace(tzinfo=None))
     if isinstance(dtype, T.TimestampType):
-        return st.datetimes(_TS_MIN.replace(tzinfo=None), _TS_MAX.replace(tzinfo=None),
-                            timezones=st.just(timezone.utc)), list(_TS_EDGES)
+        return (st.datetimes(_TS_MIN.replace(tzinfo=None), _TS_MAX.replace(tzinfo=None),
+                             timezones=st.just(timezone.utc)), list(_TS_EDGES), lambda: EPOCH)
     if isinstance(dtype, T.BinaryType):
         if json:
             raise UnsupportedSchemaError(
                 f"column {path!r} is BINARY, which the Kafka 'json' serializer cannot "
                 "write (JSON has no bytes); declare it STRING holding base64 (from_json "
                 "reads base64 text into BINARY), or draw with target='input'")
-        return st.binary(max_size=8), [b"", b"\x00", b"\xff\xfe"]
+        return st.binary(max_size=8), [b"", b"\x00", b"\xff\xfe"], bytes
     if isinstance(dtype, T.ArrayType):
         element = _column(dtype.elementType, dtype.containsNull, options, path + "[]")
-        return st.lists(element, max_size=options.max_size), [[]]
+        return st.lists(element, max_size=options.max_size), [[]], list
     if isinstance(dtype, T.MapType):
         if not isinstance(dtype.keyType, T.StringType):
             raise UnsupportedSchemaError(
@@ -302,9 +309,10 @@ def _typed(dtype: T.DataType, options: _Options, path: str
                 "(and JSON objects) have STRING keys only; declare STRING keys and cast "
                 "in the pipeline")
         item = _column(dtype.valueType, dtype.valueContainsNull, options, path + "[]")
-        return st.dictionaries(_text(), item, max_size=options.max_size), [{}]
+        return st.dictionaries(_text(), item, max_size=options.max_size), [{}], dict
     if isinstance(dtype, T.StructType):
-        return _struct(dtype, options, path + "."), []
+        # no shortcut of its own: each field has one (and may be given in fields=)
+        return _struct(dtype, options, path + "."), [], None
     raise UnsupportedSchemaError(
         f"column {path!r} is a {dtype.simpleString()}, which driver inputs do not take; "
         "rows are drawn for strings, binary, booleans, integers, floats, decimals, "
@@ -319,11 +327,12 @@ def _text() -> st.SearchStrategy[str]:
     return st.text(st.characters(codec="utf-8"), max_size=12)
 
 
-def _decimals(dtype: T.DecimalType) -> tuple[st.SearchStrategy[Any], list[Any]]:
+def _decimals(dtype: T.DecimalType
+              ) -> tuple[st.SearchStrategy[Any], list[Any], Callable[[], Any]]:
     scale, precision = dtype.scale, dtype.precision
     top = Decimal((0, (9,) * precision, -scale))  # exact: no context rounding
     step = Decimal((0, (1,), -scale))
     zero = Decimal((0, (0,), -scale))
     bottom = top.copy_negate()  # exact too (unary minus rounds to the context's 28 digits)
     return (st.decimals(bottom, top, places=scale, allow_nan=False, allow_infinity=False),
-            [zero, top, bottom, step, step.copy_negate()])
+            [zero, top, bottom, step, step.copy_negate()], lambda: zero)
