@@ -1,11 +1,10 @@
 """Example 6: an IoT job with two transformWithState processors (PySpark 4.1+).
 
 This file knows nothing of pyspark-streamtest. Devices send JSON readings to the Kafka
-topic ``readings``; a device re-sends a reading it is not sure was delivered, so the
-readings are deduplicated within a 2-minute watermark on their own reading time. The
-``registry`` topic is the device table as a CDC changelog: key = device id, value = the
-device's site and temperature limit, a tombstone (null value) = the device was removed.
-Three queries run:
+topic ``readings``, and re-send one they are not sure was delivered: readings are
+deduplicated within a 2-minute watermark on their reading time. The ``registry`` topic
+is the device table as a CDC changelog (key = device id, value = site and temperature
+limit, a tombstone = the device was removed). Three queries run:
 
 * ``device_alerts`` (1-minute trigger, to Kafka): ``DeviceMonitor`` keeps each
   registered device's registry entry and its last readings, alerts when a reading is
@@ -73,7 +72,8 @@ class DeviceMonitor(StatefulProcessor):
                     self.cooldown.update((now,))
                     yield Row(device_id=key[0], site=site, alert="overheat",
                               temperature=row.temperature, at_ms=now)
-                self.restart_offline_timer(now + OFFLINE_AFTER_MS)
+                self.delete_timers()
+                self.handle.registerTimer(now + OFFLINE_AFTER_MS)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,  # noqa: N802, N803
                            expiredTimerInfo: Any) -> Iterator[Row]:  # noqa: N803
@@ -82,20 +82,15 @@ class DeviceMonitor(StatefulProcessor):
         yield Row(device_id=key[0], site=site, alert="offline", temperature=temperature,
                   at_ms=timerValues.getCurrentProcessingTimeInMs())
 
-    def restart_offline_timer(self, at_ms: int) -> None:
+    def delete_timers(self) -> None:
         for timer in list(self.handle.listTimers()):
             self.handle.deleteTimer(timer)
-        self.handle.registerTimer(at_ms)
 
     def forget(self) -> None:
-        for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
+        self.delete_timers()
         self.device.clear()
         self.recent.clear()
         self.cooldown.clear()
-
-    def close(self) -> None:
-        pass
 
 
 class TenMinuteAverages(StatefulProcessor):
@@ -125,9 +120,6 @@ class TenMinuteAverages(StatefulProcessor):
         self.windows.removeKey((start,))
         yield Row(device_id=key[0], window_start_ms=start, average=total / readings,
                   readings=readings)
-
-    def close(self) -> None:
-        pass
 
 
 def kafka(spark: SparkSession, topic: str) -> DataFrame:

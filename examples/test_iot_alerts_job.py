@@ -89,6 +89,42 @@ def plant(topology_driver, job):
     return start
 
 
+def test_the_job_runs_as_it_is_and_describes_its_processors(plant, tmp_path):
+    iot = plant()
+    driver = iot.driver
+    assert driver.input_names == ("readings", "registry")
+    assert driver.output_names == ("device_alerts", "upsert_averages",
+                                   "iot.readings_per_device")
+    iot.register("dev-1", max_temp=80.0)
+    for second, temperature in [(10, 20.0), (20, 21.0), (30, 22.0), (40, 23.0)]:
+        iot.send("dev-1", temperature, at(0, second))
+    driver.process_all_available()
+
+    description = driver.describe()
+    monitor, dedup = description.query("device_alerts").operators
+    assert [(v.name, v.kind, v.ttl) for v in monitor.state_variables] == [
+        ("cooldown", "value", True), ("device", "value", False), ("recent", "list", False)]
+    assert (monitor.time_mode, dedup.kind) == ("ProcessingTime", "dedupeWithinWatermark")
+    averages, _ = description.query("upsert_averages").operators
+    assert averages.time_mode == "EventTime"
+    assert averages.state_variable("windows").user_key_schema == "struct<start_ms:bigint>"
+    assert str(description.query("device_alerts")).splitlines()[4:9] == [
+        "    state variable 'cooldown': value state with TTL",
+        "      key:      struct<device_id:string>",
+        "      value:    struct<alerted_ms:bigint>",
+        "    state variable 'device': value state",
+        "      key:      struct<device_id:string>",
+    ]
+
+    # By name: no operator_id needed, only the processor holds the variable.
+    recent = driver.get_state_store("device_alerts", state_var="recent")
+    assert recent.get_all("dev-1") == [  # the last three readings, oldest first
+        {"temperature": 21.0, "read_ms": ms(at(0, 20))},
+        {"temperature": 22.0, "read_ms": ms(at(0, 30))},
+        {"temperature": 23.0, "read_ms": ms(at(0, 40))}]
+    assert not (tmp_path / "production-checkpoints").exists()
+
+
 def test_a_reading_sent_twice_is_counted_once(plant):
     iot = plant("iot.readings_per_device")
     iot.send("dev-1", 20.0, at(0, 30))
@@ -203,42 +239,6 @@ def test_ten_minute_averages_close_when_the_watermark_passes(plant, spark, tmp_p
     assert (late.record.value["temperature"], late.batch_id, late.watermark,
             late.operator, late.operator_id) == (
         40.0, late_batch.batch_id, at(10, 30), "dedupeWithinWatermark", 1)
-
-
-def test_the_job_runs_as_it_is_and_describes_its_processors(plant, tmp_path):
-    iot = plant()
-    driver = iot.driver
-    assert driver.input_names == ("readings", "registry")
-    assert driver.output_names == ("device_alerts", "upsert_averages",
-                                   "iot.readings_per_device")
-    iot.register("dev-1", max_temp=80.0)
-    for second, temperature in [(10, 20.0), (20, 21.0), (30, 22.0), (40, 23.0)]:
-        iot.send("dev-1", temperature, at(0, second))
-    driver.process_all_available()
-
-    description = driver.describe()
-    monitor, dedup = description.query("device_alerts").operators
-    assert [(v.name, v.kind, v.ttl) for v in monitor.state_variables] == [
-        ("cooldown", "value", True), ("device", "value", False), ("recent", "list", False)]
-    assert (monitor.time_mode, dedup.kind) == ("ProcessingTime", "dedupeWithinWatermark")
-    averages, _ = description.query("upsert_averages").operators
-    assert averages.time_mode == "EventTime"
-    assert averages.state_variable("windows").user_key_schema == "struct<start_ms:bigint>"
-    assert str(description.query("device_alerts")).splitlines()[4:9] == [
-        "    state variable 'cooldown': value state with TTL",
-        "      key:      struct<device_id:string>",
-        "      value:    struct<alerted_ms:bigint>",
-        "    state variable 'device': value state",
-        "      key:      struct<device_id:string>",
-    ]
-
-    # By name: no operator_id needed, only the processor holds the variable.
-    recent = driver.get_state_store("device_alerts", state_var="recent")
-    assert recent.get_all("dev-1") == [  # the last three readings, oldest first
-        {"temperature": 21.0, "read_ms": ms(at(0, 20))},
-        {"temperature": 22.0, "read_ms": ms(at(0, 30))},
-        {"temperature": 23.0, "read_ms": ms(at(0, 40))}]
-    assert not (tmp_path / "production-checkpoints").exists()
 
 
 def test_a_crash_after_the_upsert_does_not_write_a_window_twice(plant, spark, tmp_path):
