@@ -2,11 +2,19 @@
 settings that suit Spark.
 
 Builders follow hypothesis' conventions: nouns, keyword-only options, arguments checked
-up front (``InvalidArgument``), sub-strategies as parameters. Every random choice is
-drawn so that it *shrinks* towards the simple case: fewer events, in order, on time,
-no duplicates, no tombstones, fewer batches, no restarts. A failing example therefore
-shrinks to a few records in a few batches, printed one step per line by
-:class:`~pyspark_streamtest.testing.model.Schedule`.
+up front (``InvalidArgument``; the schema-driven :func:`rows` and :func:`row_events`
+raise :class:`~pyspark_streamtest.errors.InvalidArgumentError` and
+:class:`~pyspark_streamtest.errors.InvalidArgumentTypeError`), sub-strategies as
+parameters. Every random choice is drawn so that it *shrinks* towards the simple case:
+fewer events, in order, on time, no duplicates, no tombstones, plain values, fewer
+batches, no restarts. A failing example therefore shrinks to a few records in a few
+batches, printed one step per line by :class:`~pyspark_streamtest.testing.model.Schedule`.
+
+:func:`events` draws one shape of record (string key and value); :func:`row_events`
+draws rows of your own schema (:func:`rows` one row). :func:`schedules` plays them into
+one input or, given a mapping, several. One runner pipes them:
+:func:`run_schedule` on a driver you made, :func:`run_topology` and :func:`run_app` on
+a fresh driver of a topology or of a production job (``from_app``), with a cache.
 
 >>> from hypothesis import given
 >>> from pyspark_streamtest.testing import strategies as sst
