@@ -47,6 +47,7 @@ class Driver:
     """Stands in for a TopologyTestDriver: records the calls a schedule makes."""
 
     def __init__(self, kafka=("clicks",), watermark=None):
+        self.input_names = ("clicks", "events", "views", "orders", "payments")
         self.kafka = set(kafka)
         self.calls: list[tuple[Any, ...]] = []
         self.handles: dict[str, Handle] = {}
@@ -156,7 +157,12 @@ def test_to_record_may_return_a_test_record():
     ({"to_record": "json"}, Schedule(()), InvalidArgumentTypeError,
      "to_record='json' must be a function"),
     ({}, Schedule(("tick",)), InvalidArgumentTypeError, "step 0 is 'tick'"),  # type: ignore
-], ids=["no-input", "bad-record", "bad-to-record", "bad-step"])
+    ({"to_record": {"order": lambda e: e}}, Schedule(()), InvalidArgumentError,
+     "to_record names 'order', not an input of the driver; its inputs are 'clicks'"),
+    ({"value_serializer": {"click": "json"}}, Schedule(()), InvalidArgumentError,
+     "value_serializer names 'click'"),
+], ids=["no-input", "bad-record", "bad-to-record", "bad-step", "unknown-input",
+        "unknown-serializer-input"])
 def test_the_runner_refuses_what_it_cannot_pipe(kwargs, schedule, error, match):
     with pytest.raises(error, match=match):
         sst.run_schedule(Driver(kafka=()), schedule, **kwargs)

@@ -107,6 +107,15 @@ class _Inputs:
             raise InvalidArgumentTypeError(
                 f"to_record={to_record!r} must be a function of an Event, or a mapping of "
                 "input name to one")
+        known = tuple(driver.input_names)
+        for what, choice in (("to_record", to_record), ("key_serializer", key_serializer),
+                             ("value_serializer", value_serializer)):
+            unknown = [name for name in choice if name not in known] if isinstance(
+                choice, Mapping) else []
+            if unknown:
+                raise InvalidArgumentError(
+                    f"{what} names {', '.join(map(repr, unknown))}, not an input of the "
+                    f"driver; its inputs are {', '.join(map(repr, known)) or 'none'}")
         self._driver = driver
         self._default = default
         self._to_record = to_record
