@@ -222,20 +222,30 @@ class StreamingQueryFailedError(BatchFailedError):
     UDF) and ``records`` (the input records the failed batch read, as
     :class:`~pyspark_streamtest.TestRecord` values). The message names the records'
     topics, and for Kafka inputs their partitions and offset ranges, so a poison pill
-    can be found.
+    can be found. ``culprit`` is the record that raised the error: when a batch of several
+    records fails with a Python UDF's exception (or a Spark error class such as
+    ``[CAST_OVERFLOW]``), the driver replays the records through the query's row-wise
+    plan (sources to the first stateful operator) as batch jobs, halving them until one
+    record alone raises the same error (about 2 log2 n small jobs); None when there is
+    one record, or the error does not come from one record there (a stateful
+    processor, a ``foreachBatch`` function, a sink).
     """
 
     def __init__(
-        self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = ()
+        self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = (),
+        *, culprit: Any = None,
     ) -> None:
         self.output = output
         self.batch_id = batch_id
         self.cause = cause
         self.records = records
+        self.culprit = culprit
         read = _describe_records(records)
+        shown = (_shown_records(records) if culprit is None else
+                 f"the record that raised it (the batch's records replayed one half at a "
+                 f"time):\n{_shown_records((culprit,))}")
         super().__init__(
-            f"the query of output {output!r} failed in batch {batch_id}{read}\n"
-            f"{_shown_records(records)}"
+            f"the query of output {output!r} failed in batch {batch_id}{read}\n{shown}"
             f"the driver's queries are stopped: restart() retries batch {batch_id} from the "
             f"checkpoint, as Spark does.\nSpark's error:\n{cause}"
         )
@@ -247,7 +257,7 @@ class StreamingQueryFailedError(BatchFailedError):
                            self._keywords()), self.__dict__)
 
     def _keywords(self) -> dict[str, Any]:
-        return {}
+        return {} if self.culprit is None else {"culprit": self.culprit}
 
 
 class SparkInfrastructureError(BatchFailedError):

@@ -328,3 +328,36 @@ def rows_reaching(
         reached.append(Reached(int(row[0]), int(row["end"]),
                                int(row["start"]) if is_struct else None))
     return reached
+
+
+# --- replaying a failed batch ---------------------------------------------------------------
+def replay_error(
+    jvm: Jvm,
+    plan: JavaObject,
+    leaves: Mapping[int, JavaObject],
+    lines: Mapping[int, Sequence[tuple[int, str]]],
+) -> str | None:
+    """Run the row-wise parts of ``plan`` (a query's analyzed plan: each largest subtree
+    from the sources up that holds no stateful operator) as batch jobs over ``lines``;
+    the error text of the first that raises (a UDF raising on one of the records), or
+    None when none does or nothing of the plan can be replayed."""
+    sources = {expr_id: _source(jvm, attribute, lines.get(expr_id, ()))
+               for expr_id, attribute in leaves.items()}
+    rebuild = _Rebuild(jvm, sources)
+    parts: list[JavaObject] = []
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        try:
+            parts.append(rebuild(node))
+        except _UnsupportedPlanError:
+            pending.extend(kid for kid in _children(node) if kid.isStreaming())
+    dataset = jvm.jvm
+    for name in capabilities(jvm).dataset_class.split("."):
+        dataset = getattr(dataset, name)
+    for part in parts:
+        try:
+            dataset.ofRows(jvm.jspark, part).queryExecution().toRdd().count()
+        except Exception as error:  # the caller compares it with the batch's error
+            return java_error_text(error)
+    return None

@@ -18,7 +18,7 @@ from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.conf import scoped_sql_conf
 from .._spark.incompatible import incompatibility
 from .._spark.infrastructure import infrastructure_failure, machine_load
-from .._spark.jvm import Jvm, java_error_text
+from .._spark.jvm import JavaObject, Jvm, java_error_text
 from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.offset_log import last_committed, last_logged, logged_batch
 from .._spark.plan import LateRule
@@ -41,6 +41,7 @@ from ..errors import (
 )
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
+from ._culprit import raising_record
 from ._piped import RecordBlock, RecordQueue
 from ._twin import ALONE_SUFFIX, Twin, oracle_enabled, progress_watermark
 from .topology import _BuiltOutput
@@ -274,9 +275,12 @@ class QueryRunner:
         self, operator_input: OperatorInput, lines: Mapping[int, Sequence[tuple[int, str]]]
     ) -> list[Reached] | str:
         """The rows reaching ``operator_input`` when the sources hold ``lines``."""
-        leaves = {stream.raw_expr_id: stream.raw_attribute for stream in self._streams.values()}
         with spending("state reads"):
-            return rows_reaching(self._jvm, operator_input, leaves, lines)
+            return rows_reaching(self._jvm, operator_input, self.leaves(), lines)
+
+    def leaves(self) -> dict[int, JavaObject]:
+        """Each source's leaf attribute, by its expression id (for batch replays)."""
+        return {stream.raw_expr_id: stream.raw_attribute for stream in self._streams.values()}
 
     def enqueue_empty(self, input_name: str) -> None:
         """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
@@ -373,9 +377,10 @@ class QueryRunner:
                 raise SparkInfrastructureError(
                     self.name, self.next_batch_id, cause, machinery, machine_load()
                 ) from None
-            raise StreamingQueryFailedError(
-                self.name, self.next_batch_id, cause, self._retry
-            ) from None
+            raise StreamingQueryFailedError(self.name, self.next_batch_id, cause, self._retry,
+                                            culprit=raising_record(self._jvm, self, cause,
+                                                                   self._retry, self._sql_conf)
+                                            ) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "

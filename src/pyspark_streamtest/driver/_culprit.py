@@ -1,0 +1,90 @@
+"""Which record made a batch fail: the failed batch's records replayed through the
+row-wise parts of the query's plan (as :mod:`.._spark.late_rows` replays them for late
+records), halved until one record alone raises the batch's own error."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from .._spark.conf import scoped_sql_conf
+from .._spark.jvm import JavaObject, Jvm
+from .._spark.late_rows import replay_error
+from ..core.records import TestRecord
+from ..errors import hide_our_frames
+from .topology import _BuiltOutput
+
+__tracebackhide__ = hide_our_frames
+
+_TRACEBACK = "Traceback (most recent call last):"
+# The exception line that ends a Python traceback (not indented, unlike its frames).
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$",
+                           re.MULTILINE)
+_ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
+
+
+class Replayable(Protocol):
+    """What a query runner gives for a replay."""
+
+    built: _BuiltOutput
+
+    def source_line(self, record: TestRecord) -> tuple[int, str] | None: ...
+
+    def leaves(self) -> dict[int, JavaObject]: ...
+
+
+def error_signature(cause: str) -> str | None:
+    """What identifies a batch's error in a replay's: the exception line of a Python
+    traceback (a UDF's), else Spark's error class (``[CAST_OVERFLOW]``); None if neither."""
+    if _TRACEBACK in cause:
+        found = _PYTHON_ERROR.search(cause[cause.rindex(_TRACEBACK):])
+        if found:
+            return found.group(1).strip()
+    error_class = _ERROR_CLASS.search(cause)
+    return error_class.group(0) if error_class else None
+
+
+def bisect_culprit(
+    records: Sequence[TestRecord], raises: Callable[[Sequence[TestRecord]], bool]
+) -> TestRecord | None:
+    """The one record that raises alone, found by halving (about 2 log2 n replays);
+    None when the records do not raise together, or raise only together."""
+    part = list(records)
+    if not part or not raises(part):
+        return None
+    while len(part) > 1:
+        half = len(part) // 2
+        if raises(part[:half]):
+            part = part[:half]
+        elif raises(part[half:]):
+            part = part[half:]
+        else:
+            return None
+    return part[0]
+
+
+def raising_record(
+    jvm: Jvm, runner: Replayable, cause: str, records: Sequence[TestRecord],
+    sql_conf: Mapping[str, str],
+) -> TestRecord | None:
+    """The record of a failed batch (``records``, failed with ``cause``) that raises the
+    batch's error on its own; None when there is one record or none, when the error is
+    not one a record can raise, or when no replay finds it."""
+    signature = error_signature(cause)
+    if signature is None or len(records) < 2:
+        return None
+    plan = runner.built.dataframe._jdf.queryExecution().analyzed()
+    leaves = runner.leaves()
+
+    def raises(part: Sequence[TestRecord]) -> bool:
+        lines: dict[int, list[tuple[int, str]]] = {}
+        for tag, record in enumerate(part):
+            fed = runner.source_line(record)
+            if fed is not None:
+                lines.setdefault(fed[0], []).append((tag, fed[1]))
+        error = replay_error(jvm, plan, leaves, lines)
+        return error is not None and signature in error
+
+    with scoped_sql_conf(jvm.spark, sql_conf):
+        return bisect_culprit(records, raises)
