@@ -72,6 +72,9 @@ def test_window_store_holds_open_windows_until_the_watermark_evicts_them(topolog
     assert windows.windows() == [Window(at(0), at(10)), Window(at(10), at(20))]
     with pytest.raises(ValueError, match="key 'a' holds 2 entries"):
         windows.get("a")
+    with pytest.raises(ValueError, match=r"to_dict\(\) needs one entry per key, but key 'a' "
+                                         r"holds 2 .*use all\(\) for every entry"):
+        windows.to_dict()
 
     clicks.pipe_input({"user": "b", "url": "/"}, timestamp=at(25))  # watermark -> 15
     driver.process_all_available()

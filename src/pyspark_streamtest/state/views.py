@@ -240,7 +240,13 @@ class StateStoreView:
     def to_dict(self) -> dict[Any, Any]:
         """``{key: value}``; raises :class:`~pyspark_streamtest.errors.InvalidArgumentError`
         (a ``ValueError``) if a key holds several entries."""
-        return {found[0].key: self.get(found[0].key) for found in self._by_key.values()}
+        for found in self._by_key.values():
+            if len(found) > 1:
+                raise InvalidArgumentError(
+                    f"to_dict() needs one entry per key, but key {found[0].key!r} holds "
+                    f"{len(found)} (join buffers, list or map state, or several windows); "
+                    "use all() for every entry, or get_all(key)")
+        return {found[0].key: found[0].value for found in self._by_key.values()}
 
     def __len__(self) -> int:
         return len(self._entries)
