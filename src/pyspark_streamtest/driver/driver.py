@@ -6,14 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from .._spark.conf import scoped_sql_conf
 from .._spark.jvm import Jvm
@@ -21,7 +19,6 @@ from .._spark.liveness import ensure_alive
 from .._spark.python_logs import quiet_query_context_logs
 from .._spark.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
-from ..app import App, AppSettings, app_topology, selected_outputs
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (
     duration_ms,
@@ -30,6 +27,7 @@ from ..core.time import (
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
+from ._app_verbs import AppVerbs
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
 from ._history import History
@@ -66,7 +64,7 @@ class _RunSettings:
     """The saved checkpoint each run starts from (``checkpoint=``)."""
 
 
-class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
+class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVerbs):
     """Drives a topology's streaming queries on a clock the test controls.
 
     **What runs.** Every output declared by the topology function runs as a real Spark
@@ -232,51 +230,6 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs):
                       lambda: self.current_time, self._broker),
             OutputLink(check, self._history, self._frame), self._readers,
         )
-
-    @classmethod
-    def from_app(
-        cls,
-        app: App,
-        *,
-        inputs: Mapping[str, str] | None = None,
-        topics: Sequence[str] = (),
-        schemas: Mapping[str, str | StructType] | None = None,
-        ignore_options: Iterable[str] = (),
-        trigger_interval: timedelta | None = None,
-        outputs: Iterable[str] | None = None,
-        **driver_options: Any,
-    ) -> TopologyTestDriver:
-        """A driver for a production job as it is: ``app`` is its ``main(spark)`` (or a
-        ``main()`` that calls ``SparkSession.builder.getOrCreate()``, which returns the
-        test's session). The job runs with ``spark.readStream`` and ``df.writeStream``
-        intercepted (restored afterwards, also on errors): each streaming source becomes
-        an input, each started query an output. See the guide "Test your job as it is"
-        for the sources and sinks and how each is named.
-
-        ``inputs`` renames sources (topic, path, table, ``"rate"``, ``"socket"`` ->
-        input name); ``topics`` lists the topics a ``subscribePattern`` may match;
-        ``schemas`` gives the schema of a table or path the job reads without stating
-        one; ``ignore_options`` lets the job's rate limits (``maxOffsetsPerTrigger``...)
-        through, unhonoured. ``trigger_interval=None`` steps the queries on the job's
-        own ``trigger(processingTime=...)`` (1 s without one). ``outputs`` runs only
-        the queries with those output names: the others are not started, an input only
-        they read refuses a handle (``UnknownTopicError`` naming them), and a name the
-        job does not start is an ``InvalidArgumentError``. The rest are the
-        constructor's options (``spark``, ``start_time``, ``sql_conf``...).
-
-        The job's ``checkpointLocation`` is never created or read (the driver's own
-        temporary checkpoint is used); ``awaitTermination()`` and
-        ``spark.streams.awaitAnyTermination()`` return at once; ``query.stop()`` and
-        ``spark.stop()`` do nothing while the job runs. The job is called once more for
-        each query that reads a source another query reads, so it must start the same
-        queries every time.
-        """
-        settings = AppSettings(dict(inputs or {}), tuple(topics), dict(schemas or {}),
-                               frozenset(ignore_options), selected_outputs(outputs))
-        driver = cls(app_topology(app, settings), trigger_interval=trigger_interval,
-                     **driver_options)
-        driver._app_settings = settings
-        return driver
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> TopologyTestDriver:
