@@ -149,3 +149,25 @@ def test_a_record_a_filter_removes_before_the_operator_is_not_late(topology_driv
     late = driver.late_records("counts")
     assert [(x.record.value["url"], x.batch_id, x.watermark) for x in late] == [
         ("/late", ran[0].batch_id, at(11))]
+
+
+def _shifted(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+    moved = clicks.withColumn("ts", F.col("ts") + F.expr("INTERVAL 100 SECONDS"))
+    t.output("unique", moved.withWatermark("ts", "10 seconds").dropDuplicates(["user", "ts"]))
+
+
+def test_an_event_time_column_redefined_in_the_query_is_not_the_piped_timestamp(
+        topology_driver):
+    """withColumn("ts", ts + 100 s) keeps the input's column name but not its values:
+    Spark compares the query's ts with the watermark, and so does the driver (it
+    evaluates the plan instead of reading the piped timestamps)."""
+    driver = topology_driver(_shifted)
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_input({"user": "a"}, timestamp=at(30))
+    driver.process_all_available()  # the query's ts is 130 s: watermark 120 s
+    clicks.pipe_input({"user": "b"}, timestamp=at(25))  # 125 s in the query: kept
+    clicks.pipe_input({"user": "c"}, timestamp=at(15))  # 115 s in the query: late
+    ran = driver.process_all_available()
+    assert ran[0].num_rows_dropped_by_watermark == 1
+    assert [x.record.value["user"] for x in driver.late_records("unique")] == ["c"]

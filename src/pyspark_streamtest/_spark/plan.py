@@ -32,6 +32,9 @@ class PlanFacts:
     time_modes: tuple[str, ...] = ()
     """The time mode of each transformWithState operator (``EventTime``,
     ``ProcessingTime``, ``NoTime``), in the order of ``stateful_operators``."""
+    watermark_ids: tuple[int, ...] = ()
+    """The expression id of each ``withWatermark``'s event-time attribute (the same as
+    the attribute it marks: an input's column read unchanged keeps its id)."""
 
     @property
     def has_grouped_state(self) -> bool:
@@ -56,6 +59,7 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     stream_join = False
     watermarks: list[tuple[str, str]] = []
     time_modes: list[str] = []
+    watermark_ids: list[int] = []
     stack = [plan]
     while stack:
         node = stack.pop()
@@ -67,6 +71,7 @@ def plan_facts(df: DataFrame) -> PlanFacts:
         if name == "EventTimeWatermark":
             has_watermark = True
             watermarks.append((str(node.eventTime().name()), str(node.delay().toString())))
+            watermark_ids.append(int(node.eventTime().exprId().id()))
         children = node.children()
         count = children.size()
         if name == "Join" and count == 2 and all(
@@ -83,12 +88,22 @@ def plan_facts(df: DataFrame) -> PlanFacts:
     return PlanFacts(
         bool(plan.isStreaming()), tuple(ids), tuple(names), has_watermark,
         tuple(sorted(set(watermarks))), tuple(stateful), stream_join, tuple(time_modes),
+        tuple(sorted(set(watermark_ids))),
     )
 
 
 # Logical-plan nodes that can remove (or multiply) rows on their way to an operator.
 _ROW_REMOVING = ("Filter", "Join", "Generate", "Sample", "GlobalLimit", "LocalLimit",
                  "Intersect", "Except", "Expand", "Distinct", "Deduplicate")
+
+
+def column_expr_id(df: DataFrame, name: str) -> int | None:
+    """The expression id of ``df``'s output column ``name`` (None if it has none)."""
+    output = df._jdf.queryExecution().analyzed().output()
+    for i in range(output.size()):
+        if str(output.apply(i).name()) == name:
+            return int(output.apply(i).exprId().id())
+    return None
 
 
 def rows_removed_before_stateful(df: DataFrame) -> bool:

@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 from .._spark.jvm import Jvm
 from .._spark.late_rows import LateOperator, late_operators
 from .._spark.memory_stream import JsonMemoryStream
-from .._spark.plan import LateRule, PlanFacts, late_rule, plan_facts
+from .._spark.plan import LateRule, PlanFacts, column_expr_id, late_rule, plan_facts
 from .._spark.plan import rows_removed_before_stateful as rows_removed
 from ..core._values import StructEncoder
 from ..errors import (
@@ -377,7 +377,9 @@ class Topology:
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
-            _late_rule_for(spec.output_mode, df, facts),
+            _late_rule_for(spec.output_mode, df, facts, {
+                column_expr_id(self._streams[n].dataframe, column) for n in used
+                if (column := self._inputs[n].timestamp_column) is not None}),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,
             late_operators(df, spec.output_mode == "complete")
@@ -388,7 +390,11 @@ class Topology:
         )
 
 
-def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRule | str:
+def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts,
+                   piped_time_ids: set[int | None]) -> LateRule | str:
+    """The rule that tells each batch's late records from the piped records' timestamps,
+    or why they must be evaluated from the plan instead (``piped_time_ids``: the
+    expression ids of the inputs' ``timestamp_column`` attributes)."""
     if not facts.has_event_time_watermark:
         return "the query has no event-time watermark"
     rule = late_rule(df, facts)
@@ -396,6 +402,10 @@ def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts) -> LateRul
         # Complete mode keeps the whole result, and Spark counts late rows too (checked
         # against Spark by the property tests): nothing is dropped.
         return LateRule("none", rule.column)
+    if (isinstance(rule, LateRule) and rule.kind != "none"
+            and not piped_time_ids.issuperset(facts.watermark_ids)):
+        # withColumn("ts", ...) keeps the name but not the values piped: evaluated instead.
+        return "the event-time column is computed in the query, not an input's as piped"
     if isinstance(rule, LateRule) and rule.kind != "none" and rows_removed(df):
         # A record the filter removes never reaches the operator, late or not: each
         # batch's late records are evaluated from the plan instead (exact, self-checked).
