@@ -1,6 +1,8 @@
-"""Which record made a batch fail: the failed batch's records replayed through the
-row-wise parts of the query's plan (as :mod:`.._spark.late_rows` replays them for late
-records), halved until one record alone raises the batch's own error."""
+"""What a failed batch raises: which kind of failure Spark's error is (a checkpoint an
+upgrade cannot use, Spark's machinery, or the batch's own), and which record made it
+fail: the failed batch's records replayed through the row-wise parts of the query's
+plan (as :mod:`.._spark.late_rows` replays them for late records), halved until one
+record alone raises the batch's own error."""
 
 from __future__ import annotations
 
@@ -9,10 +11,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from .._spark.conf import scoped_sql_conf
+from .._spark.incompatible import incompatibility
+from .._spark.infrastructure import infrastructure_failure, machine_load
 from .._spark.jvm import JavaObject, Jvm
 from .._spark.late_rows import replay_error
 from ..core.records import TestRecord
-from ..errors import hide_our_frames
+from ..errors import (
+    BatchFailedError,
+    IncompatibleCheckpointError,
+    SparkInfrastructureError,
+    StreamingQueryFailedError,
+    hide_our_frames,
+)
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -32,6 +42,23 @@ class Replayable(Protocol):
     def source_line(self, record: TestRecord) -> tuple[int, str] | None: ...
 
     def leaves(self) -> dict[int, JavaObject]: ...
+
+
+def batch_failure(
+    output: str, batch_id: int, cause: str, records: tuple[TestRecord, ...],
+    culprit: Callable[[], TestRecord | None],
+) -> BatchFailedError:
+    """The error for batch ``batch_id`` of ``output`` that failed with ``cause`` (Spark's
+    text) after reading ``records``; ``culprit`` finds the record that raised it (run
+    only for a failure of the batch's own)."""
+    refused = incompatibility(cause)
+    if refused is not None:
+        return IncompatibleCheckpointError(output, batch_id, cause, records,
+                                           change=refused[0], operator=refused[1])
+    machinery = infrastructure_failure(cause)
+    if machinery is not None:
+        return SparkInfrastructureError(output, batch_id, cause, machinery, machine_load())
+    return StreamingQueryFailedError(output, batch_id, cause, records, culprit=culprit())
 
 
 def error_signature(cause: str) -> str | None:

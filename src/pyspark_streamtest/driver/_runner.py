@@ -16,8 +16,6 @@ from .._spark import clock as _clock
 from .._spark.callbacks import CallbackConnections, forget_proxies
 from .._spark.checkpoint import local_checkpoint_conf
 from .._spark.conf import scoped_sql_conf
-from .._spark.incompatible import incompatibility
-from .._spark.infrastructure import infrastructure_failure, machine_load
 from .._spark.jvm import JavaObject, Jvm, java_error_text
 from .._spark.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.offset_log import last_committed, last_logged, logged_batch
@@ -32,16 +30,13 @@ from ..core._decoding import row_decoder
 from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import (
-    IncompatibleCheckpointError,
-    SparkInfrastructureError,
     StepTimeoutError,
-    StreamingQueryFailedError,
     TopologyError,
     hide_our_frames,
 )
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
-from ._culprit import raising_record
+from ._culprit import batch_failure, raising_record
 from ._piped import RecordBlock, RecordQueue
 from ._twin import ALONE_SUFFIX, Twin, oracle_enabled, progress_watermark
 from .topology import _BuiltOutput
@@ -366,21 +361,9 @@ class QueryRunner:
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
-            refused = incompatibility(cause)
-            if refused is not None:
-                raise IncompatibleCheckpointError(
-                    self.name, self.next_batch_id, cause, self._retry,
-                    change=refused[0], operator=refused[1],
-                ) from None
-            machinery = infrastructure_failure(cause)
-            if machinery is not None:
-                raise SparkInfrastructureError(
-                    self.name, self.next_batch_id, cause, machinery, machine_load()
-                ) from None
-            raise StreamingQueryFailedError(self.name, self.next_batch_id, cause, self._retry,
-                                            culprit=raising_record(self._jvm, self, cause,
-                                                                   self._retry, self._sql_conf)
-                                            ) from None
+            read = self._retry
+            raise batch_failure(self.name, self.next_batch_id, cause, read, lambda: (
+                raising_record(self._jvm, self, cause, read, self._sql_conf))) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "
