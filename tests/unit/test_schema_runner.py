@@ -5,12 +5,14 @@ user's expected rows."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
 from pyspark_streamtest import TestRecord
@@ -27,7 +29,10 @@ from pyspark_streamtest.testing.model import (
     Restart,
     Schedule,
     Tick,
+    WindowedCount,
+    simulate,
 )
+from tests.spark.test_schema_properties import on_time, window_start
 
 S = timedelta(seconds=1)
 
@@ -225,3 +230,25 @@ def test_a_mismatch_shows_both_sides_with_batches_and_the_schedule():
 def test_assert_matches_expected_refuses_what_it_cannot_use(expected, kwargs, error, match):
     with pytest.raises(error, match=match):
         assert_matches_expected(BATCHES, expected, **kwargs)
+
+
+# --- the Spark tests' own expectation, against the built-in model ------------------------------
+def _model_counts(schedule, size, delay):
+    counts = Counter()
+    for batch in simulate(schedule, WindowedCount(size=size, delay=delay, mode="append")):
+        for row in batch.rows:
+            counts[(row["window"]["start"], row["key"])] += row["count"]
+    return counts
+
+
+@settings(max_examples=500, database=None, deadline=None)
+@given(sst.schedules(sst.events(max_size=8, max_step=6 * S, max_disorder=3 * S, late=0.2,
+                                late_by=4 * S, duplicates=0.1, key_skew=0.3),
+                     max_batches=3, restarts=0.3))
+def test_the_spark_tests_expectation_agrees_with_the_model(schedule):
+    """tests/spark/test_schema_properties.py states late records, no-data batches and
+    restarts itself, as a team would; the model (checked against Spark) agrees."""
+    kept, emitted = on_time(schedule, size=5 * S, delay=4 * S)
+    mine = Counter((window_start(e.timestamp, 5 * S), e.key) for _, e in kept
+                   if emitted is not None and window_start(e.timestamp, 5 * S) + 5 * S <= emitted)
+    assert mine == _model_counts(schedule, 5 * S, 4 * S)
