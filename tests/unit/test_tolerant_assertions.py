@@ -269,3 +269,16 @@ def test_assert_values_reads_nothing_when_an_option_is_refused(options):
         topic.assert_values([{"id": 1}, {"id": 2}], **options)
     assert topic.queue_size == 2
     topic.assert_values([{"id": 1}, {"id": 2}])
+
+
+def test_decimals_compare_by_value_as_spark_writes_them_differently():
+    from decimal import Decimal
+
+    # Spark gives Decimal("1.00E-10") back for a piped Decimal("1E-10"), "0E-10" for 0
+    assert_values_equal([{"m": Decimal("1.00E-10")}, {"m": Decimal("0E-10")}],
+                        [{"m": Decimal("0")}, {"m": Decimal("1E-10")}], ignore_order=True)
+    assert_values_equal([Decimal("1.50")], [Decimal("1.5")])
+    with pytest.raises(OutputMismatchError, match=r'"1.5"\s+"1.51"'):
+        assert_values_equal([Decimal("1.51")], [Decimal("1.5")])
+    with pytest.raises(OutputMismatchError):  # a decimal is not the float of its value
+        assert_values_equal([Decimal("1.5")], [1.5])

@@ -8,6 +8,7 @@ import math
 from collections import defaultdict, deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from itertools import zip_longest
 from numbers import Real
 from typing import Any, NamedTuple
@@ -124,7 +125,10 @@ def is_number(value: Any) -> bool:
 def equal(expected: Any, actual: Any, how: Comparison) -> bool:
     """Whether two normal values are equal: approx objects by their own ``==``; dicts by
     keys and values, lists item by item; under a tolerance two numbers (one a float) by
-    ``math.isclose``; anything else by its JSON text (so ``1 != 1.0`` exactly)."""
+    ``math.isclose``; two decimals by value (Spark gives ``Decimal("1.00E-10")`` back for
+    ``Decimal("1E-10")``); anything else by its JSON text (so ``1 != 1.0`` exactly)."""
+    if isinstance(expected, Decimal) and isinstance(actual, Decimal):
+        return expected == actual
     if _is_approx(expected) or _is_approx(actual):
         try:
             return bool(expected == actual)
@@ -152,6 +156,8 @@ def _shape(value: Any, tolerant: bool) -> str | None:
             return {key: masked(inner) for key, inner in item.items()}
         if isinstance(item, list):
             return [masked(inner) for inner in item]
+        if isinstance(item, Decimal):  # one text for every way to write the value
+            return f"decimal {'0' if item.is_zero() else item.normalize()}"
         return "#" if tolerant and is_number(item) else item
     try:
         return stable_json(masked(value))
