@@ -64,9 +64,10 @@ def assert_values_equal(
 
     Values compare structurally: mappings (and ``Row`` objects with field names) by their
     fields, lists and tuples item by item, datetimes and ISO-instant strings with a zone
-    as instants, decimals by value (``1.50`` equals ``1.5``), NaN equal to NaN. Floats compare exactly by default (``1`` and ``1.0``
-    differ); with ``rtol`` or ``atol`` every number anywhere in a value, one of a pair a
-    float, compares as ``math.isclose(a, b, rel_tol=rtol, abs_tol=atol)`` (PySpark's
+    as instants, decimals by value (``1.50`` equals ``1.5``), NaN equal to NaN. Floats
+    compare exactly by default (``1`` and ``1.0`` differ); with ``rtol`` or ``atol``
+    every number anywhere in a value, one of a pair a float, compares as
+    ``math.isclose(a, b, rel_tol=rtol, abs_tol=atol)`` (PySpark's
     ``assertDataFrameEqual``: within ``atol + rtol * abs(b)``, 1e-8 and 1e-5 by default). A
     ``pytest.approx(...)`` placed anywhere in an expected value compares with its own
     tolerance. ``ignore_columns`` (field names) leaves those top-level fields out of
