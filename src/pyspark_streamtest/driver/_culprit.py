@@ -97,10 +97,21 @@ def raising_record(
 ) -> TestRecord | None:
     """The record of a failed batch (``records``, failed with ``cause``) that raises the
     batch's error on its own; None when there is one record or none, when the error is
-    not one a record can raise, or when no replay finds it."""
+    not one a record can raise, or when no replay finds it (or a replay cannot run: the
+    batch's own error is what the test must see)."""
     signature = error_signature(cause)
     if signature is None or len(records) < 2:
         return None
+    try:
+        return _search(jvm, runner, signature, records, sql_conf)
+    except Exception:  # e.g. the JVM died with the batch: report the batch's error alone
+        return None
+
+
+def _search(
+    jvm: Jvm, runner: Replayable, signature: str, records: Sequence[TestRecord],
+    sql_conf: Mapping[str, str],
+) -> TestRecord | None:
     plan = runner.built.dataframe._jdf.queryExecution().analyzed()
     leaves = runner.leaves()
 
