@@ -266,6 +266,14 @@ def _source(jvm: Jvm, leaf_attribute: JavaObject, lines: Sequence[tuple[int, str
         jvm.seq([renamed, tag]), plan)
 
 
+def _of_rows(jvm: Jvm, plan: JavaObject) -> JavaObject:
+    """A JVM Dataset of ``plan`` (a batch plan), through this line's Dataset class."""
+    dataset = jvm.jvm
+    for part in capabilities(jvm).dataset_class.split("."):
+        dataset = getattr(dataset, part)
+    return dataset.ofRows(jvm.jspark, plan)
+
+
 @dataclass(frozen=True)
 class Reached:
     """One row that reached the operator: the record's tag and the late attribute's
@@ -313,11 +321,8 @@ def rows_reaching(
     else:
         listed = [tag, micros(target, "end")]
     project = jvm.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(jvm.seq(listed), plan)
-    dataset = jvm.jvm
-    for part in capabilities(jvm).dataset_class.split("."):
-        dataset = getattr(dataset, part)
     try:
-        rows = wrap_dataframe(jvm, dataset.ofRows(jvm.jspark, project)).collect()
+        rows = wrap_dataframe(jvm, _of_rows(jvm, project)).collect()
     except Exception as error:  # e.g. a UDF below the operator raising on a record
         first = java_error_text(error).strip().splitlines()
         return f"replaying the query's input as a batch job failed: {first[0] if first else error}"
@@ -352,12 +357,9 @@ def replay_error(
             parts.append(rebuild(node))
         except _UnsupportedPlanError:
             pending.extend(kid for kid in _children(node) if kid.isStreaming())
-    dataset = jvm.jvm
-    for name in capabilities(jvm).dataset_class.split("."):
-        dataset = getattr(dataset, name)
     for part in parts:
         try:
-            dataset.ofRows(jvm.jspark, part).queryExecution().toRdd().count()
+            _of_rows(jvm, part).queryExecution().toRdd().count()
         except Exception as error:  # the caller compares it with the batch's error
             return java_error_text(error)
     return None

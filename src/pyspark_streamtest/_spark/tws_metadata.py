@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import DataType, StructType
 
 from ..errors import hide_our_frames
-from .state import state_reader_options
+from .state import read_state_schema, state_reader_options
 
 __tracebackhide__ = hide_our_frames
 
@@ -128,7 +128,7 @@ def variable_schema(
     if timers:
         options["readRegisteredTimers"] = "true"
     try:
-        return spark.read.format("statestore").options(**options).load(checkpoint).schema
+        return read_state_schema(spark, checkpoint, options)
     except PySparkException as refused:  # Spark's AnalysisException and kin
         return str(refused).strip().splitlines()[0] if str(refused).strip() else repr(refused)
 
