@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import subprocess
+import sys
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -225,13 +227,19 @@ def test_types_no_input_takes_are_refused_naming_the_column(dtype, target, match
 
 
 def test_a_ddl_schema_is_parsed_by_spark_when_first_drawn_from():
-    from pyspark import SparkContext
+    """In a process of its own: with no SparkContext there, drawing from a DDL schema
+    fails with the library's error (this process may hold a session already)."""
+    code = """
+import pytest
+from hypothesis import find, settings
+from pyspark_streamtest.errors import InvalidArgumentError
+from pyspark_streamtest.testing import strategies as sst
 
-    if SparkContext._active_spark_context is not None:
-        pytest.skip("a SparkContext is running in this process")
-    strategy = sst.rows("user STRING, ts TIMESTAMP")  # nothing parsed yet: no error
-    with pytest.raises(InvalidArgumentError, match=r"Spark cannot parse it.*StructType"):
-        find(strategy, lambda row: True, settings=FIND)
+strategy = sst.rows("user STRING, ts TIMESTAMP")  # nothing parsed yet: no error
+with pytest.raises(InvalidArgumentError, match=r"Spark cannot parse it.*StructType"):
+    find(strategy, lambda row: True, settings=settings(database=None, deadline=None))
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 # --- events from rows --------------------------------------------------------------------------
