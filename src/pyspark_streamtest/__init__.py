@@ -55,6 +55,7 @@ from .errors import (
     UnsupportedAppCallError,
     UnsupportedSchemaError,
     UnsupportedSparkVersionError,
+    WarmJvmError,
     hide_our_frames,
 )
 from .gates.scenario_file import ScenarioError
@@ -162,6 +163,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
+    "WarmJvmError",
     "assert_matches_golden",
     "assert_values_equal",
     "format_timeline",

@@ -71,6 +71,14 @@ OPTIONS: tuple[Option, ...] = (
         "each, none for failures a driver reports).",
     ),
     Option(
+        "--streamtest-warm-jvm", "string", "auto", metavar="auto|on|off",
+        env="STREAMTEST_WARM_JVM",
+        help="Keep the local Spark JVM running after the run, for the next runs to attach "
+        "to instead of starting one (each run gets a SparkContext of its own; a JVM ends "
+        "after 15 idle minutes, $STREAMTEST_WARM_JVM_IDLE seconds). auto: on, except "
+        "where $CI is set (default: auto).",
+    ),
+    Option(
         "--streamtest-cpu-load", "int", 0, metavar="N",
         help="Busy processes kept running during streamtest_determinism tests "
         "(default 0).",

@@ -89,11 +89,25 @@ def _java_version() -> str:
     return "unknown"
 
 
+def warm_jvm_wanted(config: pytest.Config) -> bool:
+    """Whether this run's local session attaches to a warm JVM (``--streamtest-warm-jvm``,
+    see ``_spark/warm_jvm.py``); a value that is not auto, on or off is a usage error."""
+    from ._spark import warm_jvm
+    from .errors import InvalidArgumentError
+
+    try:
+        return warm_jvm.wanted(setting(config, "streamtest_warm_jvm"))
+    except InvalidArgumentError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def install_session_defaults(config: pytest.Config) -> None:
     """Make this run's options the defaults of every session the library creates while
     it lasts (the ``spark`` fixture, a driver made without ``spark=``,
     ``test_spark_session()``), and adopt the first one made as the run's session."""
     from ._spark import session_defaults
+
+    warm_jvm_wanted(config)  # a bad value stops the run before any test
 
     undo = session_defaults.install(lambda: _session_defaults(config),
                                     lambda session: _adopt(config, session))
@@ -115,6 +129,7 @@ def _session_defaults(config: pytest.Config) -> Any:
         conf=conf,
         jvm_logs=bool(setting(config, "streamtest_jvm_logs")),
         jvm_options=_jvm_options(config, workers),
+        warm_jvm=warm_jvm_wanted(config),
     )
 
 
@@ -140,8 +155,12 @@ def _shared_session(config: pytest.Config) -> SparkSession:
 
 
 def _stop_session(session: SparkSession) -> None:
-    """Stop the session at the end of the run, unless its JVM died (nothing to stop)."""
+    """Stop the session at the end of the run, unless its JVM died (nothing to stop) or
+    is a warm JVM: its keeper stops the context once this process has let go of it, and
+    a run attaching before that stops it first (see ``_spark/warm_jvm.py``), so that
+    this run does not wait for it (half a second)."""
+    from ._spark import warm_jvm
     from ._spark.liveness import jvm_is_gone
 
-    if not jvm_is_gone(session):
+    if warm_jvm.held() is None and not jvm_is_gone(session):
         session.stop()

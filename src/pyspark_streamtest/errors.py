@@ -194,6 +194,12 @@ class SparkDiedError(StreamTestError, RuntimeError):
     plugin fails each later test that uses Spark, naming the test the JVM died in."""
 
 
+class WarmJvmError(StreamTestError, RuntimeError):
+    """A warm JVM (one that outlives a pytest run, for the next runs) cannot be used as
+    set up: e.g. its folder belongs to another user. The message names the fix; turning
+    warm JVMs off (``--streamtest-warm-jvm=off``) always works."""
+
+
 class SparkConnectNotSupportedError(StreamTestError, TypeError):
     """A Spark Connect session was given; the driver needs a classic session."""
 

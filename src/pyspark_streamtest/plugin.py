@@ -120,6 +120,7 @@ from ._plugin_session import (
     _spark_master,
     _xdist_workers,
     install_session_defaults,
+    warm_jvm_wanted,
 )
 from .core._files import safe_file_name
 from .errors import hide_our_frames
@@ -199,6 +200,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"spark master {_spark_master(config, workers)}"
         + (" per xdist worker" if workers > 1 else "")
         + (f", JVM {options}" if (options := _jvm_options(config, workers)) else "")
+        + (", warm JVM" if _spark_master(config, workers).startswith("local")
+           and warm_jvm_wanted(config) else "")
     ]
 
 

@@ -14,7 +14,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
-from . import session_defaults, warm_workers
+from . import session_defaults, warm_jvm, warm_workers
 from .python_logs import quiet_query_context_logs
 from .versions import check_pyspark_version
 
@@ -73,6 +73,7 @@ def build_test_session(
         return active
     master = defaults.master if master is None else master
     jvm_options = defaults.jvm_options if jvm_options is None else jvm_options
+    launch_python_path = os.environ.get("PYTHONPATH")
     _share_import_paths_with_workers()
     warehouse = tempfile.mkdtemp(prefix="pyspark-streamtest-warehouse-")
     atexit.register(shutil.rmtree, warehouse, True)
@@ -92,11 +93,14 @@ def build_test_session(
     settings.update(defaults.conf)
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName("pyspark-streamtest")
-    for key, value in settings.items():
-        builder = builder.config(key, value)
     # A context of this process made elsewhere (another thread's session) is not ours.
     ours = SparkContext._active_spark_context is None
     chosen_python = os.environ["PYSPARK_PYTHON"]
+    if (ours and defaults.warm_jvm and master.startswith("local")
+            and SparkContext._gateway is None and warm_jvm.available()):
+        _attach_warm_jvm(master, settings, launch_python_path)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     os.environ["PYSPARK_PYTHON"] = workers_python
     try:
         session = builder.getOrCreate()
@@ -105,6 +109,31 @@ def build_test_session(
     if ours and created is not None:
         created(session)
     return session
+
+
+def _attach_warm_jvm(master: str, settings: dict[str, str],
+                     launch_python_path: str | None) -> None:
+    """Make a warm JVM (see :mod:`.warm_jvm`) the JVM of this process's SparkContext,
+    if one can be had; else the context starts its own JVM as usual.
+
+    The JVM's environment is this process's as a JVM started now would get it, but for
+    the import paths given to Python workers: a JVM started by PySpark inherits them in
+    ``PYTHONPATH`` (see :func:`_share_import_paths_with_workers`); a warm JVM keeps the
+    ``PYTHONPATH`` this process started with, and each run gives its workers its own
+    paths as ``spark.executorEnv.PYTHONPATH``, which PySpark's workers put right after
+    Spark's own (as the inherited ones are), so that which tests a run collects does not
+    decide which JVM it may use."""
+    env = dict(os.environ)
+    if launch_python_path is None:
+        env.pop("PYTHONPATH", None)
+    else:
+        env["PYTHONPATH"] = launch_python_path
+    if os.environ.get("PYTHONPATH"):
+        settings["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
+    gateway = warm_jvm.attach(
+        {"spark.master": master, "spark.app.name": "pyspark-streamtest", **settings}, env)
+    if gateway is not None:
+        SparkContext._ensure_initialized(gateway=gateway)
 
 
 def cluster_conf(log_option: str) -> dict[str, str]:

@@ -28,6 +28,8 @@ class SessionDefaults:
     conf: Mapping[str, str] = field(default_factory=dict)
     jvm_logs: bool = False
     jvm_options: str = ""
+    warm_jvm: bool = False
+    """Whether a local session attaches to a warm JVM (see :mod:`.warm_jvm`)."""
 
 
 @dataclass(frozen=True)

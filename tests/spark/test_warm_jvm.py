@@ -1,0 +1,374 @@
+"""Warm JVMs (``--streamtest-warm-jvm``): a run attaches to the JVM a previous run left,
+and finds it as a new JVM would be. Each test runs real pytest runs of a small project
+as separate processes (a process has one JVM), in one working folder, so that they share
+a fingerprint, with the JVMs' folders in a folder of this module's own; every JVM a test
+leaves is ended when the module ends."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pyspark_streamtest._spark import warm_jvm
+
+pytestmark = pytest.mark.skipif(not warm_jvm.available(), reason="warm JVMs need POSIX")
+
+RUN_TIMEOUT_S = 300
+
+_PREAMBLE = '''
+import json, os, threading
+from pathlib import Path
+
+FACTS = Path(os.environ["FACTS"])
+
+def jvm_pid(spark):
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+def note(name, **facts):
+    (FACTS / f"{name}.json").write_text(json.dumps(facts))
+'''
+
+
+class Project:
+    """A folder of test files, and pytest runs of them in their own processes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.jvms = root / "jvms"
+        self.facts = root / "facts"
+        self.facts.mkdir(parents=True, exist_ok=True)
+
+    def write(self, name: str, body: str) -> Path:
+        path = self.root / name
+        path.write_text(_PREAMBLE + textwrap.dedent(body))
+        return path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        for name in list(env):
+            if name.startswith(("PYTEST_", "STREAMTEST_")):
+                del env[name]
+        env.update(STREAMTEST_WARM_JVM="on", STREAMTEST_WARM_JVM_DIR=str(self.jvms),
+                   STREAMTEST_WARM_JVM_IDLE="120", FACTS=str(self.facts))
+        env.update(extra)
+        return env
+
+    def command(self, test_file: str, *options: str) -> list[str]:
+        return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                "-p", "no:randomly", "-p", "no:xdist", test_file, *options]
+
+    def run(self, test_file: str, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(self.command(test_file, *options), cwd=self.root,
+                              env=self.env(**env), capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT_S, check=False)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done
+
+    def fact(self, name: str) -> dict[str, object]:
+        facts: dict[str, object] = json.loads((self.facts / f"{name}.json").read_text())
+        return facts
+
+    def warm(self) -> list[dict[str, int]]:
+        """The facts of every warm JVM in the folder: process ids, gateway port."""
+        found = []
+        for info in sorted(self.jvms.glob("*/gateway.json")):
+            found.append(json.loads(info.read_text()))
+        return found
+
+
+def _end_all(jvms: Path) -> None:
+    """End every keeper and JVM in ``jvms`` and wait until they are gone (bounded)."""
+    pids = []
+    for folder in jvms.glob("*"):
+        for name in ("gateway.json", "keeper.pid"):
+            path = folder / name
+            if path.exists():
+                text = path.read_text()
+                if name == "keeper.pid":
+                    pids.append(int(text))
+                else:
+                    info = json.loads(text)
+                    pids += [info["keeper_pid"], info["jvm_pid"]]
+    for pid in set(pids):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    return warm_jvm._alive(pid)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    made = Project(tmp_path_factory.mktemp("warm-project"))
+    try:
+        yield made
+    finally:
+        _end_all(made.jvms)
+
+
+def test_a_second_run_attaches_to_the_first_runs_jvm_and_finds_it_as_new(project):
+    """Temp views (local and global), SQL settings, cached tables, listeners, active
+    queries and log levels of the first run are not in the second, which runs in the
+    same JVM with a SparkContext of its own."""
+    project.write("test_leave_things.py", """
+        from pyspark.sql import functions as F
+
+        def test_leave_things_behind(spark, tmp_path):
+            spark.range(3).createOrReplaceTempView("left_view")
+            spark.range(3).createOrReplaceGlobalTempView("left_global")
+            spark.conf.set("spark.sql.shuffle.partitions", "7")
+            spark.range(5).cache().count()
+            spark.table("left_view").cache()
+            spark.sparkContext.setLogLevel("FATAL")
+            from pyspark.sql.streaming import StreamingQueryListener
+            class Listener(StreamingQueryListener):
+                def onQueryStarted(self, event): pass
+                def onQueryProgress(self, event): pass
+                def onQueryIdle(self, event): pass
+                def onQueryTerminated(self, event): pass
+            spark.streams.addListener(Listener())
+            query = (spark.readStream.format("rate").load().writeStream.format("memory")
+                     .queryName("left_running").start())
+            assert query.isActive
+            note("first", pid=jvm_pid(spark), app=spark.sparkContext.applicationId,
+                 level=str(spark.sparkContext._jvm.org.apache.logging.log4j.LogManager
+                           .getRootLogger().getLevel()))
+    """)
+    project.write("test_find_nothing.py", """
+        def test_nothing_of_the_first_run_is_here(spark):
+            jvm = spark.sparkContext._jvm
+            assert spark.catalog.listTables() == []
+            assert spark.catalog.listTables("global_temp") == []
+            assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
+            assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+            assert spark.streams.active == []
+            assert len(spark._jsparkSession.streams().listListeners()) == 0
+            level = str(jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
+            note("second", pid=jvm_pid(spark), app=spark.sparkContext.applicationId,
+                 level=level)
+    """)
+    project.run("test_leave_things.py")
+    project.run("test_find_nothing.py")
+    first, second = project.fact("first"), project.fact("second")
+    assert first["pid"] == second["pid"]
+    assert first["app"] != second["app"]
+    assert first["level"] == "FATAL"
+    assert second["level"] != "FATAL"
+
+
+def test_edited_user_code_is_the_code_that_runs(project):
+    """Python workers are new for each run: a UDF's module edited between two runs in
+    the same JVM runs as it is on disk."""
+    project.write("test_udf.py", """
+        from datetime import datetime, timezone
+        from pyspark.sql import functions as F
+        from pyspark_streamtest import Topology
+        import shop_rules
+
+        def scores(t: Topology) -> None:
+            events = t.input("events", schema="n INT")
+            score = F.udf(shop_rules.score, "int", useArrow=False)
+            t.output("scores", events.select(score("n").alias("score")))
+
+        def test_score(topology_driver, spark):
+            driver = topology_driver(scores)
+            driver.create_input_topic("events").pipe_input({"n": 1})
+            driver.process_all_available()
+            got = driver.create_output_topic("scores").read_values_to_list()
+            note("udf-" + shop_rules.VERSION, pid=jvm_pid(spark), got=got)
+    """)
+    rules = project.root / "shop_rules.py"
+    rules.write_text("VERSION = 'one'\ndef score(n):\n    return n + 1\n")
+    project.run("test_udf.py")
+    rules.write_text("VERSION = 'two'\ndef score(n):\n    return n + 100\n")
+    project.run("test_udf.py")
+    one, two = project.fact("udf-one"), project.fact("udf-two")
+    assert one["pid"] == two["pid"]
+    assert one["got"] == [{"score": 2}]
+    assert two["got"] == [{"score": 101}]
+
+
+def test_other_settings_or_environment_get_a_jvm_of_their_own(project):
+    """The fingerprint: another Spark setting or another environment variable is
+    another JVM; the first settings find their JVM again."""
+    plain = _jvm_of_a_run(project, "plain")
+    other_setting = _jvm_of_a_run(project, "other_setting", "--streamtest-conf",
+                                  "spark.sql.shuffle.partitions=3")
+    other_env = _jvm_of_a_run(project, "other_env", PROJECT_FLAVOUR="other")
+    plain_again = _jvm_of_a_run(project, "plain_again")
+    assert len({plain, other_setting, other_env}) == 3
+    assert plain_again == plain
+
+
+def test_a_concurrent_run_gets_a_jvm_of_its_own(project):
+    project.write("test_hold.py", """
+        import time
+
+        def test_hold(spark):
+            note("holder", pid=jvm_pid(spark))
+            release = FACTS / "release"
+            deadline = time.monotonic() + 240
+            while not release.exists() and time.monotonic() < deadline:
+                threading.Event().wait(0.1)
+            assert release.exists()
+    """)
+    project.write("test_beside.py", """
+        def test_beside(spark):
+            note("beside", pid=jvm_pid(spark))
+            (FACTS / "release").write_text("go")
+    """)
+    holder = subprocess.Popen(project.command("test_hold.py"), cwd=project.root,
+                              env=project.env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not (project.facts / "holder.json").exists():
+            assert holder.poll() is None, holder.communicate()[0][-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        project.run("test_beside.py")
+        output, _ = holder.communicate(timeout=RUN_TIMEOUT_S)
+        assert holder.returncode == 0, output[-3000:]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
+    assert project.fact("holder")["pid"] != project.fact("beside")["pid"]
+
+
+def test_a_killed_run_leaves_nothing_running_for_the_next(project):
+    """A run killed with its queries running: the next run in the same JVM finds no
+    query, and a SparkContext of its own."""
+    project.write("test_killed.py", """
+        def test_killed_while_running(spark):
+            query = (spark.readStream.format("rate").load().writeStream.format("memory")
+                     .queryName("orphan").start())
+            note("killed", pid=jvm_pid(spark), app=spark.sparkContext.applicationId)
+            threading.Event().wait(240)
+    """)
+    project.write("test_after_kill.py", """
+        def test_after(spark):
+            assert spark.streams.active == []
+            note("after-kill", pid=jvm_pid(spark), app=spark.sparkContext.applicationId)
+    """)
+    victim = subprocess.Popen(project.command("test_killed.py"), cwd=project.root,
+                              env=project.env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not (project.facts / "killed.json").exists():
+            assert victim.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        victim.kill()
+        victim.wait(30)
+    project.run("test_after_kill.py")
+    killed, after = project.fact("killed"), project.fact("after-kill")
+    assert killed["pid"] == after["pid"]
+    assert killed["app"] != after["app"]
+
+
+def _jvm_of_a_run(project: Project, name: str, *options: str, **env: str) -> int:
+    """The JVM process id of a run of a one-test file named after ``name``."""
+    project.write(f"test_{name}.py", f"""
+        def test_{name}(spark):
+            note("{name}", pid=jvm_pid(spark))
+    """)
+    project.run(f"test_{name}.py", *options, **env)
+    return int(project.fact(name)["pid"])  # type: ignore[call-overload]
+
+
+def test_a_killed_jvm_is_replaced(project):
+    first = _jvm_of_a_run(project, "before_jvm_kill")
+    os.kill(first, signal.SIGKILL)
+    second = _jvm_of_a_run(project, "after_jvm_kill")
+    assert second != first
+    assert first not in [info["jvm_pid"] for info in project.warm()]
+
+
+def test_a_wedged_jvm_is_replaced_without_waiting_on_it(project):
+    """A JVM that does not answer (stopped here) is ended, and the run starts another
+    after at most the answer timeout."""
+    first = _jvm_of_a_run(project, "before_wedge")
+    os.kill(first, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        second = _jvm_of_a_run(project, "after_wedge")
+        took = time.monotonic() - started
+    finally:
+        if _alive(first):
+            os.kill(first, signal.SIGKILL)
+    assert second != first
+    assert not _alive(first)  # ended by the run, not left stopped
+    assert took < warm_jvm.ANSWER_TIMEOUT_S + warm_jvm.START_TIMEOUT_S
+
+
+def test_the_jvm_is_private_to_the_user_and_listens_on_loopback(project):
+    _jvm_of_a_run(project, "private")
+    assert (project.jvms.stat().st_mode & 0o777) == 0o700
+    for info in project.warm():
+        folder = next(f for f in project.jvms.glob("*")
+                      if (f / "gateway.json").exists()
+                      and json.loads((f / "gateway.json").read_text()) == info)
+        assert (folder.stat().st_mode & 0o777) == 0o700
+        for path in folder.iterdir():
+            assert (path.stat().st_mode & 0o077) == 0, path
+        assert _listening_addresses(info["port"]) == {"127.0.0.1"}
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The addresses a TCP port listens on, from /proc/net/tcp and tcp6."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port_hex = local.split(":")
+            if int(port_hex, 16) != port or state != "0A":  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(address)  # 32-bit words, each in little-endian order
+            if len(raw) == 16 and raw[:12] == bytes(8) + b"\xff\xff\x00\x00":
+                raw = raw[12:]  # an IPv4-mapped IPv6 address: its last word
+            found.add(".".join(str(b) for b in reversed(raw)) if len(raw) == 4 else raw.hex())
+    return found
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+def test_an_idle_jvm_ends_by_itself(project, tmp_path):
+    jvms = tmp_path / "idle-jvms"
+    pid = _jvm_of_a_run(project, "idle", STREAMTEST_WARM_JVM_DIR=str(jvms),
+                        STREAMTEST_WARM_JVM_IDLE="1")
+    assert _gone_within(pid, 60)
+    deadline = time.monotonic() + 10
+    while any(jvms.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(jvms.iterdir()) == []
+
+
+def test_off_leaves_no_jvm_behind(project, tmp_path):
+    jvms = tmp_path / "off-jvms"
+    pid = _jvm_of_a_run(project, "off", "--streamtest-warm-jvm=off",
+                        STREAMTEST_WARM_JVM_DIR=str(jvms))
+    assert _gone_within(pid, 30)
+    assert not jvms.exists() or list(jvms.iterdir()) == []
