@@ -372,3 +372,18 @@ def test_off_leaves_no_jvm_behind(project, tmp_path):
                         STREAMTEST_WARM_JVM_DIR=str(jvms))
     assert _gone_within(pid, 30)
     assert not jvms.exists() or list(jvms.iterdir()) == []
+
+
+def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
+    jvms = tmp_path / "listed-jvms"
+    pid = _jvm_of_a_run(project, "listed", STREAMTEST_WARM_JVM_DIR=str(jvms))
+    env = {**project.env(), "STREAMTEST_WARM_JVM_DIR": str(jvms)}
+    command = [sys.executable, "-m", "pyspark_streamtest.cli", "warm-jvm"]
+    listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert f"JVM pid {pid} (waiting)" in listed.stdout
+    ended = subprocess.run([*command, "stop"], env=env, capture_output=True, text=True,
+                           timeout=120, check=True)
+    assert ended.stdout.strip() == "ended 1 warm JVM"
+    assert _gone_within(pid, 10)
+    assert list(jvms.iterdir()) == []

@@ -345,3 +345,62 @@ def _keeper_pid(folder: str) -> int | None:
         return int(Path(folder, "keeper.pid").read_text())
     except (OSError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class WarmJvm:
+    """A warm JVM waiting for runs, or serving one (``in_use``)."""
+
+    folder: str
+    jvm_pid: int
+    keeper_pid: int
+    in_use: bool
+
+
+def running() -> list[WarmJvm]:
+    """The warm JVMs of this user (of ``$STREAMTEST_WARM_JVM_DIR``'s folder, if set)."""
+    found = []
+    for folder in sorted(glob.glob(os.path.join(_root(), "*"))):
+        info = _read_info(folder)
+        if info is None or not _alive(info["jvm_pid"]):
+            continue
+        lock = _try_lock_once(folder)
+        if lock is not None:
+            os.close(lock)
+        found.append(WarmJvm(folder, info["jvm_pid"], info["keeper_pid"], lock is None))
+    return found
+
+
+def stop(*, in_use: bool = False, timeout_s: float = 30.0) -> tuple[int, int]:
+    """End the warm JVMs no run is using (and, with ``in_use``, those too: their runs
+    lose their JVM). Returns how many were ended, and how many were left for their runs.
+    Bounded: a JVM that does not end when its keeper ends it is killed."""
+    ended = left = 0
+    for jvm in running():
+        lock = _try_lock_once(jvm.folder)  # held while it ends: no run takes it meanwhile
+        if lock is None and not in_use:
+            left += 1
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(jvm.keeper_pid, signal.SIGTERM)  # it ends its JVM as PySpark would
+        deadline = time.monotonic() + timeout_s
+        while (_alive(jvm.jvm_pid) or _alive(jvm.keeper_pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _give_up(jvm.folder, {"keeper_pid": jvm.keeper_pid, "jvm_pid": jvm.jvm_pid})
+        if lock is not None:
+            os.close(lock)
+        ended += 1
+    return ended, left
+
+
+def _try_lock_once(folder: str) -> int | None:
+    try:
+        descriptor = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor

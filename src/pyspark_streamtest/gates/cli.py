@@ -23,6 +23,9 @@
     A Spark standalone cluster on 127.0.0.1 (:mod:`pyspark_streamtest.cluster`): ``start``
     prints the master's URL for ``--streamtest-master`` once every worker has
     registered; ``stop`` stops exactly the processes ``start`` started.
+``warm-jvm list`` / ``stop [--in-use]``
+    The warm JVMs pytest runs left for the next runs (``--streamtest-warm-jvm``): list
+    them, or end those no run is using (``--in-use``: those too).
 """
 
 from __future__ import annotations
@@ -79,7 +82,31 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument("--topology", metavar="MODULE:FUNCTION",
                       help="the topology function (overrides the files' 'topology')")
     _cluster_parser(commands)
+    warm = commands.add_parser(
+        "warm-jvm", help="list or end the warm Spark JVMs pytest runs left for the next runs")
+    warm_verbs = warm.add_subparsers(dest="warm_command", required=True)
+    warm_verbs.add_parser("list", help="list them: process ids, in use or waiting")
+    warm_stop = warm_verbs.add_parser("stop", help="end those no run is using")
+    warm_stop.add_argument("--in-use", action="store_true",
+                           help="end those in use too (their runs lose their JVM)")
     return parser
+
+
+def _warm_jvm(args: Any) -> int:
+    from .._spark import warm_jvm
+
+    if args.warm_command == "list":
+        found = warm_jvm.running()
+        for jvm in found:
+            print(f"JVM pid {jvm.jvm_pid} ({'in use' if jvm.in_use else 'waiting'}), "
+                  f"keeper pid {jvm.keeper_pid}, {jvm.folder}")
+        if not found:
+            print("no warm JVM is running")
+        return 0
+    ended, left = warm_jvm.stop(in_use=args.in_use)
+    print(f"ended {ended} warm JVM{'s' if ended != 1 else ''}"
+          + (f"; {left} in use left running (--in-use ends them too)" if left else ""))
+    return 0
 
 
 def _cluster_parser(commands: Any) -> None:
@@ -148,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "cluster":
         return _cluster(args)
+    if args.command == "warm-jvm":
+        return _warm_jvm(args)
     if args.runs < 2:
         parser.error("--runs must be at least 2")
     if args.cpu_load < 0:

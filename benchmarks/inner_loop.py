@@ -1,0 +1,161 @@
+"""The inner loop, from the shell: what one ``pytest`` run of one streaming test costs
+with a cold JVM and with a warm one (``--streamtest-warm-jvm``), and a 20-test suite run
+serially and with ``-n 2``, cold and warm. Each figure is the median wall time of whole
+``pytest`` processes, as a developer waits for them.
+
+``python -m benchmarks.inner_loop [--runs 5] [--suite-tests 20] [--json FILE]``
+
+The warm runs use JVMs of their own (a folder of this run's), started by a first run that
+is not counted, and ended at the end. The one test is a windowed count with a watermark
+(the README's example); beside its wall time stands the time its own micro-batches took
+(``--streamtest-durations``' "batches"), the part no harness can take away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks._app import _SUITE, ROOT
+
+ONE_TEST = '''
+from datetime import datetime, timedelta, timezone
+from pyspark.sql import functions as F
+
+
+def at(s):
+    return datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=s)
+
+
+def clicks_per_user(t):
+    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                     timestamp_column="ts")
+    counts = (clicks.withWatermark("ts", "10 seconds")
+                    .groupBy(F.window("ts", "10 seconds"), "user").count())
+    t.output("counts", counts, output_mode="append")
+
+
+def test_window_closes_when_watermark_passes(topology_driver):
+    driver = topology_driver(clicks_per_user)
+    clicks = driver.create_input_topic("clicks")
+    counts = driver.create_output_topic("counts")
+    clicks.pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
+    clicks.pipe_input({"user": "a", "url": "/x"}, timestamp=at(7))
+    driver.process_all_available()
+    assert counts.is_empty()
+    clicks.pipe_input({"user": "b", "url": "/"}, timestamp=at(21))
+    driver.process_all_available()
+    assert counts.read_values_to_list() == [
+        {"window": {"start": at(0), "end": at(10)}, "user": "a", "count": 2}]
+'''
+
+
+def pytest_seconds(folder: str, target: str, *options: str, warm: bool,
+                   jvms: str) -> tuple[float, str]:
+    """Wall seconds of one ``pytest`` process in ``folder``, and its output."""
+    env = {**os.environ, "STREAMTEST_WARM_JVM": "on" if warm else "off",
+           "STREAMTEST_WARM_JVM_DIR": jvms,
+           "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--rootdir", folder, target, *options]
+    started = time.perf_counter()
+    ran = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
+                         timeout=900, check=False)
+    elapsed = time.perf_counter() - started
+    if ran.returncode != 0:
+        raise RuntimeError(f"the run failed ({' '.join(command)}):\n{ran.stdout[-3000:]}")
+    return elapsed, ran.stdout
+
+
+def _batches_seconds(output: str) -> float:
+    """The "batches" column of ``--streamtest-durations``' line for all tests."""
+    found = re.search(r"^\s*[\d.]+s\s+([\d.]+)s\s.*\ball \d+ tests?$", output, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"no durations line in:\n{output[-2000:]}")
+    return float(found[1])
+
+
+def measure(runs: int, suite_tests: int) -> dict[str, Any]:
+    results: dict[str, Any] = {"runs": runs, "suite_tests": suite_tests,
+                               "machine": f"{os.cpu_count()} cores", "load": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix="bench-inner-") as folder:
+        jvms = os.path.join(folder, "jvms")
+        one = os.path.join(folder, "test_one.py")
+        with open(one, "w") as out:
+            out.write(ONE_TEST)
+        suite = os.path.join(folder, "test_suite.py")
+        with open(suite, "w") as out:
+            out.write(_SUITE.format(tests=suite_tests))
+        try:
+            for warm in (False, True):
+                name = "warm" if warm else "cold"
+                if warm:
+                    pytest_seconds(folder, one, warm=True, jvms=jvms)  # starts the JVM
+                walls, batches = [], []
+                for _ in range(runs):
+                    seconds, output = pytest_seconds(
+                        folder, one, "--streamtest-durations", "0", warm=warm, jvms=jvms)
+                    walls.append(seconds)
+                    batches.append(_batches_seconds(output))
+                results[f"one_test_{name}_s"] = round(statistics.median(walls), 2)
+                results[f"one_test_{name}_batches_s"] = round(statistics.median(batches), 2)
+                print(f"one windowed test, {name}: {statistics.median(walls):.2f} s wall "
+                      f"(median of {runs}); its micro-batches {statistics.median(batches):.2f} s",
+                      flush=True)
+            if suite_tests:
+                for workers in (0, 2):
+                    options = ("-n", str(workers)) if workers else ()
+                    label = f"-n {workers}" if workers else "serial"
+                    for warm in (False, True):
+                        name = "warm" if warm else "cold"
+                        if warm:
+                            pytest_seconds(folder, suite, *options, warm=True, jvms=jvms)
+                        seconds, _ = pytest_seconds(folder, suite, *options, warm=warm,
+                                                    jvms=jvms)
+                        key = f"suite_{'n2' if workers else 'serial'}_{name}_s"
+                        results[key] = round(seconds, 1)
+                        print(f"{suite_tests}-test suite, {label}, {name}: {seconds:.1f} s",
+                              flush=True)
+        finally:
+            subprocess.run([sys.executable, "-m", "pyspark_streamtest.cli", "warm-jvm", "stop",
+                            "--in-use"], env={**os.environ, "STREAMTEST_WARM_JVM_DIR": jvms},
+                           capture_output=True, timeout=300, check=False)
+    one_cold, one_warm = results["one_test_cold_s"], results["one_test_warm_s"]
+    results["one_test_warm_over_cold"] = round(one_warm / one_cold, 2)
+    results["one_test_warm_over_batches"] = round(
+        one_warm / results["one_test_warm_batches_s"], 2)
+    print(f"one test: warm {one_warm:.2f} s = {one_warm / one_cold:.2f}x cold "
+          f"({one_cold:.2f} s), {results['one_test_warm_over_batches']:.2f}x its own "
+          f"micro-batches; targets: warm <= 2 s, <= 1.5x its micro-batches")
+    if suite_tests:
+        for name in ("cold", "warm"):
+            ratio = results[f"suite_n2_{name}_s"] / results[f"suite_serial_{name}_s"]
+            results[f"suite_n2_over_serial_{name}"] = round(ratio, 2)
+            print(f"suite -n 2 over serial, {name}: {ratio:.2f}x")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="runs of the one test per figure")
+    parser.add_argument("--suite-tests", type=int, default=20,
+                        help="tests of the suite (0: no suite figures)")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    results = measure(args.runs, args.suite_tests)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
