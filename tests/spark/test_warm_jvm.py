@@ -34,6 +34,11 @@ FACTS = Path(os.environ["FACTS"])
 def jvm_pid(spark):
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
+def state_store(spark):
+    from pyspark_streamtest._spark._jvm_keeper import _object
+    return _object(spark.sparkContext._jvm,
+                   "org.apache.spark.sql.execution.streaming.state.StateStore")
+
 def note(name, **facts):
     (FACTS / f"{name}.json").write_text(json.dumps(facts))
 '''
@@ -141,6 +146,11 @@ def test_a_second_run_attaches_to_the_first_runs_jvm_and_finds_it_as_new(project
                 def onQueryIdle(self, event): pass
                 def onQueryTerminated(self, event): pass
             spark.streams.addListener(Listener())
+            counts = (spark.readStream.format("rate").load().groupBy().count()
+                      .writeStream.format("memory").outputMode("complete")
+                      .queryName("left_state").trigger(once=True).start())
+            assert counts.awaitTermination(120)
+            assert state_store(spark).isMaintenanceRunning()  # Spark keeps its providers
             query = (spark.readStream.format("rate").load().writeStream.format("memory")
                      .queryName("left_running").start())
             assert query.isActive
@@ -157,6 +167,7 @@ def test_a_second_run_attaches_to_the_first_runs_jvm_and_finds_it_as_new(project
             assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
             assert spark.streams.active == []
             assert len(spark._jsparkSession.streams().listListeners()) == 0
+            assert not state_store(spark).isMaintenanceRunning()
             level = str(jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
             note("second", pid=jvm_pid(spark), app=spark.sparkContext.applicationId,
                  level=level)

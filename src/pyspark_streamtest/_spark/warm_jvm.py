@@ -364,7 +364,7 @@ def running() -> list[WarmJvm]:
         info = _read_info(folder)
         if info is None or not _alive(info["jvm_pid"]):
             continue
-        lock = _try_lock_once(folder)
+        lock = _lock(folder)  # patient: the keeper takes it for a moment now and then
         if lock is not None:
             os.close(lock)
         found.append(WarmJvm(folder, info["jvm_pid"], info["keeper_pid"], lock is None))
@@ -377,7 +377,7 @@ def stop(*, in_use: bool = False, timeout_s: float = 30.0) -> tuple[int, int]:
     Bounded: a JVM that does not end when its keeper ends it is killed."""
     ended = left = 0
     for jvm in running():
-        lock = _try_lock_once(jvm.folder)  # held while it ends: no run takes it meanwhile
+        lock = _lock(jvm.folder)  # held while it ends: no run takes it meanwhile
         if lock is None and not in_use:
             left += 1
             continue
@@ -391,16 +391,3 @@ def stop(*, in_use: bool = False, timeout_s: float = 30.0) -> tuple[int, int]:
             os.close(lock)
         ended += 1
     return ended, left
-
-
-def _try_lock_once(folder: str) -> int | None:
-    try:
-        descriptor = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(descriptor)
-        return None
-    return descriptor
