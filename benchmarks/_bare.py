@@ -4,7 +4,8 @@ A driver step's real floor is not ``spark.range(1).count()`` but the micro-batch
 step must run. :class:`BareQuery` runs the same ones with no driver: the same plan over
 the same sources (one JVM ``MemoryStream`` of JSON lines per input, parsed with
 ``from_json`` as the driver's inputs are), started through the same
-``StreamingQueryManager.startQuery`` with the same checkpoint settings, but with Spark's
+``StreamingQueryManager.startQuery`` with the same per-query settings (the checkpoint
+manager, no polling delay after an idle trigger), but with Spark's
 own JVM ``ManualClock`` as the trigger clock and Spark's ``MemorySink``, so no Python
 runs during a trigger. A step adds each input's rows as one offset, advances the clock
 one trigger interval and waits until that batch's progress is out and the trigger is
@@ -30,6 +31,7 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 
 from pyspark_streamtest._spark.alone import progress_time
 from pyspark_streamtest._spark.checkpoint import local_checkpoint_conf
+from pyspark_streamtest._spark.clock import IDLE_TRIGGER_CONF
 from pyspark_streamtest._spark.conf import scoped_sql_conf
 from pyspark_streamtest._spark.jvm import Jvm
 from pyspark_streamtest._spark.memory_stream import JsonMemoryStream
@@ -63,7 +65,8 @@ class BareQuery:
         self._clock: Any = jvm.jvm.org.apache.spark.util.ManualClock(0)
         sink = jvm.jvm.org.apache.spark.sql.execution.streaming.sources.MemorySink()
         frame = plan(*(stream.dataframe for stream in self._streams.values()))
-        with scoped_sql_conf(spark, local_checkpoint_conf(jvm)):
+        # The driver's per-query settings (see the module doc).
+        with scoped_sql_conf(spark, {**local_checkpoint_conf(jvm), **IDLE_TRIGGER_CONF}):
             self._query: Any = start_query(
                 jvm, frame, name=f"bare-{id(self)}", checkpoint=self._folder,
                 output_mode=output_mode, trigger_interval_ms=_INTERVAL_MS, clock=self._clock,

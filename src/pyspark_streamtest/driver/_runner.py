@@ -57,8 +57,10 @@ class QueryRunner:
         # Spark refuses two active queries with one name in a session, and two drivers of
         # one topology may be open at once: number them (the name survives restarts).
         self._query_name = f"streamtest-{self.name}-{next(_QUERY_SERIALS)}"
-        # The driver's checkpoint settings first, so the user's sql_conf can override them.
-        self._sql_conf = {**local_checkpoint_conf(jvm), **(sql_conf or {})}
+        # The driver's checkpoint and idle-trigger settings first, so the user's sql_conf
+        # can override them.
+        self._sql_conf = {**local_checkpoint_conf(jvm), **_clock.IDLE_TRIGGER_CONF,
+                          **(sql_conf or {})}
         self._twin: Twin | None = None
         if built.rebuild is not None and oracle_enabled():
             # The differential oracle: the same query run by Spark alone, fed the same
