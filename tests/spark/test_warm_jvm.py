@@ -398,3 +398,20 @@ def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
     assert ended.stdout.strip() == "ended 1 warm JVM"
     assert _gone_within(pid, 10)
     assert list(jvms.iterdir()) == []
+
+
+def test_at_most_a_few_jvms_wait_the_least_used_end_first(project, tmp_path):
+    """Runs in a new working folder each time would leave a JVM each: starting one more
+    than ``$STREAMTEST_WARM_JVM_MAX`` (4 by default; 2 here) ends the one used least
+    recently."""
+    jvms = tmp_path / "capped-jvms"
+    pids = []
+    for n in range(3):
+        pids.append(_jvm_of_a_run(project, f"capped_{n}", STREAMTEST_WARM_JVM_DIR=str(jvms),
+                                  STREAMTEST_WARM_JVM_MAX="2",
+                                  PROJECT_FLAVOUR=str(n)))  # another JVM each
+    try:
+        assert _gone_within(pids[0], 30)
+        assert all(_alive(pid) for pid in pids[1:])
+    finally:
+        _end_all(jvms)

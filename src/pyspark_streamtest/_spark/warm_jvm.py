@@ -56,6 +56,8 @@ ENV_SWITCH = "STREAMTEST_WARM_JVM"
 """``auto`` (the default: on, unless ``$CI`` says this is a CI run), ``on`` or ``off``."""
 ENV_IDLE = "STREAMTEST_WARM_JVM_IDLE"
 """Seconds a warm JVM waits for a run before it ends."""
+ENV_MAX = "STREAMTEST_WARM_JVM_MAX"
+"""How many warm JVMs may wait for runs at once (default :data:`MAX_WAITING`)."""
 ENV_DIR = "STREAMTEST_WARM_JVM_DIR"
 """Where the warm JVMs' folders are (default: ``$XDG_RUNTIME_DIR/pyspark-streamtest``,
 else ``~/.cache/pyspark-streamtest``, a ``jvms`` folder in it)."""
@@ -75,7 +77,7 @@ run's SparkContext, not to the JVM, and no part of the fingerprint."""
 _VOLATILE_ENV = frozenset({
     "_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT",
     "SSH_TTY", "WINDOWID", "TMUX_PANE", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET",
-    ENV_SWITCH, ENV_IDLE, ENV_DIR,
+    ENV_SWITCH, ENV_IDLE, ENV_DIR, ENV_MAX,
 })
 """Environment variables that say where a shell or a pytest run is, not what the JVM
 and its Python workers see (with every name starting with ``PYTEST_``)."""
@@ -214,12 +216,14 @@ def _take(folder: str, *, started_now: bool, lock: int | None = None) -> Any | N
         os.close(lock)
         return None
     _held = _Held(folder, lock, info["jvm_pid"], info["keeper_pid"], started_now)
+    with contextlib.suppress(OSError):
+        Path(folder, "used").touch()  # for the choice of which waiting JVMs to end
     return gateway
 
 
-def _lock(folder: str) -> int | None:
+def _lock(folder: str, patience_s: float = 0.5) -> int | None:
     """The folder's lock, taken; None if a run holds it. The keeper takes it for a moment
-    every quarter second, so a held lock is tried for half a second before it counts as
+    every quarter second, so a held lock is tried for ``patience_s`` before it counts as
     another run's; while the keeper cleans the JVM after a run (it says so with a file),
     for as long as the cleaning may take."""
     started = time.monotonic()
@@ -234,7 +238,7 @@ def _lock(folder: str) -> int | None:
             os.close(descriptor)
             waited = time.monotonic() - started
             cleaning = os.path.exists(os.path.join(folder, "cleaning"))
-            if waited > (_jvm_keeper.CLEAN_TIMEOUT_S + 5 if cleaning else 0.5):
+            if waited > (_jvm_keeper.CLEAN_TIMEOUT_S + 5 if cleaning else patience_s):
                 return None
             time.sleep(0.02)
             continue
@@ -337,7 +341,54 @@ def _start(root: str, key: str, settings: Mapping[str, str],
             _give_up(folder, {"keeper_pid": keeper})
             return None
         time.sleep(0.02)
-    return _take(folder, started_now=True, lock=lock)
+    gateway = _take(folder, started_now=True, lock=lock)
+    _end_least_used(root, keep=_max_waiting() - 1)  # with this one, once its run ends
+    return gateway
+
+
+MAX_WAITING = 4
+"""How many warm JVMs may wait for runs at once (per user; ``$STREAMTEST_WARM_JVM_MAX``
+sets another number); a run that starts one more ends the ones used least recently
+beyond that. Runs in a new working folder each time (a project's own tests of its
+plugin, say) would otherwise leave a JVM each."""
+
+
+def _max_waiting() -> int:
+    given = os.environ.get(ENV_MAX)
+    if not given:
+        return MAX_WAITING
+    try:
+        value = int(given)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidArgumentError(
+            f"${ENV_MAX}={given!r} is not a whole number of JVMs of 1 or more; set it to "
+            f"one, e.g. {MAX_WAITING}")
+    return value
+
+
+def _end_least_used(root: str, keep: int) -> None:
+    """End the waiting JVMs beyond the ``keep`` used most recently: each is taken from
+    the runs (its gateway file removed while its lock is held: no run attaches to it
+    afterwards), and its keeper, seeing the file gone, ends it. Does not wait for that."""
+    waiting = []
+    for folder in glob.glob(os.path.join(root, "*")):
+        if folder == (_held.folder if _held else None):
+            continue
+        lock = _lock(folder, patience_s=0)
+        if lock is None:
+            continue
+        if _read_info(folder) is None:
+            os.close(lock)
+            continue
+        waiting.append((_modified(os.path.join(folder, "used")) or 0, folder, lock))
+    waiting.sort(reverse=True)
+    for _used, folder, _taken in waiting[keep:]:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, "gateway.json"))
+    for _, _, lock in waiting:
+        os.close(lock)
 
 
 def _keeper_pid(folder: str) -> int | None:
