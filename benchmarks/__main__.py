@@ -1,7 +1,7 @@
 """The driver's costs as ratios to Spark's floor, all measured in one process and run.
 
     python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
-                         [--property-examples N] [--only all|app|state|memory|property]
+                         [--property-examples N] [--only all|steps|app|state|memory|property]
                          [--suite-tests N] [--master URL] [--json FILE]
     python -m benchmarks --only scale [--scale-records N] [--max-keys N] [--master URL]
                          [--json FILE]
@@ -291,7 +291,8 @@ def main() -> None:
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
-    parser.add_argument("--only", choices=("all", "app", "property", "memory", "state", "scale"),
+    parser.add_argument("--only", choices=("all", "steps", "app", "property", "memory", "state",
+                                           "scale"),
                         default="all", help="only the floor and that part (scale is no "
                         "part of all: see benchmarks/_scale.py)")
     add_scale_arguments(parser)
@@ -343,7 +344,7 @@ def main() -> None:
               flush=True)
 
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
-    if args.only == "all":
+    if args.only in ("all", "steps"):
         measure_steps(spark, args, floor, record)
     if args.only in ("all", "app"):
         measure_app(spark, steps, timed, record, suite_tests=args.suite_tests)

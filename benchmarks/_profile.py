@@ -10,10 +10,10 @@ driver, with light instruments that count and time:
   - the sink callback (Python, on Py4J's callback thread): collecting each batch's rows,
     which runs the batch's job, so its time minus the jobs' is Py4J transfer and row
     decoding (serialisation);
-  - the clock callbacks (Python): ``getTimeMillis`` and ``waitTillTime`` up to the
-    moment it starts waiting for the driver;
   - the rest: Spark's micro-batch work around the jobs (planning, offset and commit
-    logs, state store set-up and commit, progress);
+    logs, state store set-up and commit, progress), and the test thread's Py4J calls
+    that wait on the query's clock (the clock is a JVM object: Spark's stream thread
+    reads it without calling into Python);
 * Py4J round trips of the test's thread (piping, handing rows to the sources, reading
   progress and watermarks): count and time;
 * our bookkeeping: the test thread's remaining Python time.
@@ -54,7 +54,6 @@ def _instruments(tally: _Tally) -> Iterator[None]:
     """Time Py4J calls by thread (the test's thread apart) and our Python callbacks."""
     main = threading.main_thread()
     send, apply = GatewayClient.send_command, CollectingSink.apply
-    now_ms, wait = ManualClock.getTimeMillis, ManualClock.waitTillTime
     await_idle = ManualClock.await_idle
     waiting = threading.local()
 
@@ -76,27 +75,6 @@ def _instruments(tally: _Tally) -> Iterator[None]:
         finally:
             tally.add("sink", time.perf_counter() - started)
 
-    def timed_now(self: Any) -> int:
-        started = time.perf_counter()
-        try:
-            return now_ms(self)
-        finally:
-            tally.add("clock", time.perf_counter() - started)
-
-    def timed_wait(self: Any, target: int) -> int:
-        started = time.perf_counter()
-        original = self._on_call
-
-        def noted() -> None:  # the callback's own work ends where waiting begins
-            original()
-            tally.add("clock", time.perf_counter() - started)
-
-        self._on_call = noted
-        try:
-            return wait(self, target)
-        finally:
-            self._on_call = original
-
     def timed_await(self: Any, *args: Any, **kwargs: Any) -> None:
         waiting.on = True
         try:
@@ -106,7 +84,6 @@ def _instruments(tally: _Tally) -> Iterator[None]:
 
     patches: list[tuple[type, str, Any]] = [
         (GatewayClient, "send_command", timed_send), (CollectingSink, "apply", timed_apply),
-        (ManualClock, "getTimeMillis", timed_now), (ManualClock, "waitTillTime", timed_wait),
         (ManualClock, "await_idle", timed_await),
     ]
     originals = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
@@ -153,7 +130,6 @@ def profile_step(spark: SparkSession, step: Callable[[], None], steps: int) -> l
     batch_count = int(after["batch count"] - before["batch count"])
     waiting = after["batches"] - before["batches"]
     sink = tally.seconds.get("sink", 0.0)
-    clock = tally.seconds.get("clock", 0.0)
     main_py4j = tally.seconds.get("py4j main", 0.0)
     outside = wall - waiting
 
@@ -166,16 +142,16 @@ def profile_step(spark: SparkSession, step: Callable[[], None], steps: int) -> l
         f"{steps} steps, {batch_count / steps:.1f} micro-batches and {jobs / steps:.1f} Spark "
         f"jobs per step; per step:",
         line("whole step", wall),
-        line("waiting for the triggers", waiting),
+        line("waiting for the triggers", waiting,
+             f"{tally.calls.get('py4j wait', 0) / steps:.0f} Py4J calls waiting on the clock"),
         line("  sink: collecting the batch's rows", collect,
              "Spark plans and runs the batch's job, sends the rows"),
         line("    of which the Spark jobs' run time", job_s),
         line("  sink: its other Py4J calls, decoding the rows", max(0.0, sink - collect),
              f"{tally.calls.get('sink', 0) / steps:.1f} callbacks"),
-        line("  clock callbacks (their Python side)", clock,
-             f"{tally.calls.get('clock', 0) / steps:.0f} callbacks"),
-        line("  Spark's trigger around the sink", max(0.0, waiting - sink - clock),
-             "offsets, logs, state commit, progress, callback round trips"),
+        line("  Spark's trigger around the sink", max(0.0, waiting - sink),
+             "offsets, logs, state commit, progress, the sink's callback round trip"),
+
         line("outside the wait", outside),
         line("  Py4J round trips of the test's thread", main_py4j,
              f"{tally.calls.get('py4j main', 0) / steps:.0f} calls"),

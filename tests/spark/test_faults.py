@@ -204,9 +204,7 @@ def _raise_in(cls_path: str, method: str):
     (_checkpoint_not_writable, "advance", "StreamingQueryFailedError"),
     (_raise_in("pyspark_streamtest._spark.sink.CollectingSink", "apply"), "advance",
      "StreamingQueryFailedError"),
-    (_raise_in("pyspark_streamtest._spark.clock.ManualClock", "getTimeMillis"), "advance",
-     "StreamingQueryFailedError"),
-], ids=["corrupt-offset-log", "checkpoint-not-writable", "sink-raises", "clock-raises"])
+], ids=["corrupt-offset-log", "checkpoint-not-writable", "sink-raises"])
 def test_a_fault_is_a_typed_error_and_leaves_nothing_running(spark, tmp_path, fault, then,
                                                              error):
     import pyspark_streamtest as pst

@@ -1,4 +1,4 @@
-"""Nothing outlives a driver: no query, no clock callback, no checkpoint directory."""
+"""Nothing outlives a driver: no query, no thread waiting on a clock, no checkpoint directory."""
 
 from __future__ import annotations
 
@@ -19,19 +19,35 @@ from tests.helpers import at, clicks_per_user
 
 
 def _threads_in_clock_callbacks() -> list[str]:
-    """Stacks of threads currently inside our clock (a blocked or running callback)."""
+    """Stacks of Python threads currently inside our clock (the clock lives in the JVM
+    since the stream thread stopped calling Python for the time: none ever is)."""
     stacks = ["".join(traceback.format_stack(frame)) for frame in sys._current_frames().values()]
     return [stack for stack in stacks if "_spark/clock.py" in stack and "waitTillTime" in stack]
+
+
+def _jvm_threads_waiting_on_clocks(spark) -> list[str]:
+    """Names of the JVM threads waiting in a query's clock (``waitTillTime``)."""
+    from pyspark_streamtest._spark.clock import _CLASS_NAME
+
+    traces = spark._jvm.java.lang.Thread.getAllStackTraces()
+    waiting = []
+    for thread in traces.keySet().toArray():
+        frames = traces.get(thread)
+        if any(str(f.getClassName()) == _CLASS_NAME and str(f.getMethodName()) == "waitTillTime"
+               for f in frames):
+            waiting.append(str(thread.getName()))
+    return waiting
 
 
 def test_close_while_records_are_pending(spark, tmp_path):
     driver = TopologyTestDriver(clicks_per_user, spark=spark, checkpoint_root=tmp_path)
     driver.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"}, timestamp=at(1))
-    assert len(_threads_in_clock_callbacks()) == 1  # the idle query waits in its clock
+    assert len(_jvm_threads_waiting_on_clocks(spark)) == 1  # the idle query waits on its clock
+    assert _threads_in_clock_callbacks() == []
     driver.close()
     assert spark.streams.active == []
     assert list(tmp_path.iterdir()) == []
-    assert _threads_in_clock_callbacks() == []
+    assert _jvm_threads_waiting_on_clocks(spark) == []
 
 
 def _checkpoint_manager(driver: TopologyTestDriver) -> str:
@@ -286,3 +302,4 @@ def test_lifecycles_of_every_kind_leave_nothing_behind(spark, tmp_path, monkeypa
     for prefix, cap in _BOUNDED_JVM_POOLS.items():
         assert sum(n.startswith(prefix) for n in names) <= cap
     assert _threads_in_clock_callbacks() == []
+    assert _jvm_threads_waiting_on_clocks(spark) == []

@@ -1,8 +1,8 @@
-"""A manual ``org.apache.spark.util.Clock`` implemented in Python, one per query.
+"""The manual ``org.apache.spark.util.Clock`` of one query: a small JVM class the driver
+moves through Py4J and the query's stream thread waits on.
 
-The query's stream thread calls it through the Py4J callback server.
-``ProcessingTimeExecutor`` reads ``getTimeMillis()`` at the start of a trigger
-(that value becomes the batch's ``batchTimestampMs``), runs the trigger, then calls
+``ProcessingTimeExecutor`` reads ``getTimeMillis()`` at the start of a trigger (that
+value becomes the batch's ``batchTimestampMs``), runs the trigger, then calls
 ``waitTillTime(next_trigger_ms)`` and ignores its return value. So:
 
 * while the stream thread sits in ``waitTillTime`` the query is idle, and we know
@@ -10,6 +10,20 @@ The query's stream thread calls it through the Py4J callback server.
 * ``set_time(t)`` with ``t >= next_trigger_ms`` lets exactly one trigger run at ``t``;
 * ``release_once()`` lets one trigger run *without* moving time (the trigger then
   runs at the current time and waits for the same next trigger time again).
+
+The clock lives in the JVM (compiled once per JVM with Janino, which every Spark ships
+for its code generation), so the stream thread never calls into Python for the time:
+Spark reads its trigger clock 20 to 30 times a micro-batch (around every timed section
+of its progress report), and each read was a Py4J callback into a Python clock. The
+driver's side takes one Py4J call per move and one per wait: :meth:`await_idle` blocks
+in the JVM on the clock's monitor, which ``waitTillTime`` notifies as it starts waiting,
+so the driver still learns exactly when a trigger is over, without polling.
+
+An interrupt of the stream thread does not end its wait (as it could not end a wait in
+a Python callback): ``query.stop()`` sets the query inactive, interrupts the thread and
+joins it, so :func:`~pyspark_streamtest._spark.query.stop_query` waits until the query
+is inactive, then :meth:`close` releases the wait (the thread then sees the query
+stopped and ends, its interrupt status kept).
 """
 
 from __future__ import annotations
@@ -19,10 +33,95 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from weakref import WeakKeyDictionary
 
 from ..errors import hide_our_frames
+from .jvm import JavaObject, Jvm
 
 __tracebackhide__ = hide_our_frames
+
+_CLASS_NAME = "PysparkStreamtestManualClock"
+_NO_WAIT = -(2**63)  # Long.MIN_VALUE: no thread is waiting
+
+_SOURCE = """
+public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock {
+    private long now;
+    private long waitTarget = Long.MIN_VALUE;
+    private long waitCalls;
+    private boolean releasePending;
+    private boolean closed;
+
+    public synchronized long getTimeMillis() { return now; }
+    public synchronized long nanoTime() { return now * 1000000L; }
+
+    public synchronized long waitTillTime(long targetTime) {
+        waitCalls++;
+        waitTarget = targetTime;
+        notifyAll();
+        boolean interrupted = false;
+        while (now < targetTime && !releasePending && !closed) {
+            try { wait(); } catch (InterruptedException e) { interrupted = true; }
+        }
+        releasePending = false;
+        waitTarget = Long.MIN_VALUE;
+        notifyAll();
+        if (interrupted) Thread.currentThread().interrupt();
+        return now;
+    }
+
+    public synchronized long waitCalls() { return waitCalls; }
+    public synchronized long nextTriggerMs() { return waitTarget; }
+
+    public synchronized boolean setTime(long time) {
+        now = time;
+        notifyAll();
+        return waitTarget != Long.MIN_VALUE && waitTarget <= now;
+    }
+
+    public synchronized long setTimeCounted(long time) {
+        long calls = waitCalls;
+        return setTime(time) ? calls : -1L;
+    }
+
+    public synchronized long releaseOnce() {
+        releasePending = true;
+        notifyAll();
+        return waitCalls;
+    }
+
+    public synchronized void close() { closed = true; notifyAll(); }
+
+    public synchronized boolean isIdle(long minWaitCalls) {
+        return waitCalls >= minWaitCalls && waitTarget != Long.MIN_VALUE;
+    }
+
+    public synchronized boolean awaitIdle(long minWaitCalls, long timeoutMs)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutMs * 1000000L;
+        while (!isIdle(minWaitCalls)) {
+            long left = (deadline - System.nanoTime()) / 1000000L;
+            if (left <= 0) return false;
+            wait(left);
+        }
+        return true;
+    }
+}
+"""
+
+_CLASSES: WeakKeyDictionary[object, JavaObject] = WeakKeyDictionary()
+
+
+def _clock_class(jvm: Jvm) -> JavaObject:
+    """The clock class, compiled in this JVM on first use (about 0.2 s, once)."""
+    found = _CLASSES.get(jvm.gateway)
+    if found is None:
+        compiler = jvm.jvm.org.codehaus.janino.SimpleCompiler()
+        # The class loader that has Spark's Clock interface, so the class implements it.
+        compiler.setParentClassLoader(
+            jvm.class_for_name("org.apache.spark.util.Clock").getClassLoader())
+        compiler.cook(_SOURCE)
+        found = _CLASSES[jvm.gateway] = compiler.getClassLoader().loadClass(_CLASS_NAME)
+    return found
 
 
 @contextlib.contextmanager
@@ -65,82 +164,52 @@ class ManualClock:
 
     # How often a waiting driver thread checks that the query is still alive. This is a
     # liveness check for a query that died without reaching the clock again, not a delay
-    # to let Spark catch up: a healthy query wakes the waiter at once through the condition.
+    # to let Spark catch up: a healthy query wakes the waiter at once (the JVM's wait
+    # returns when the stream thread starts waiting on the clock).
     _LIVENESS_CHECK_S = 0.05
 
-    def __init__(self, start_ms: int, on_call: Callable[[], None] = lambda: None) -> None:
-        """``on_call`` runs on the calling (callback) thread at each ``getTimeMillis`` and
-        ``waitTillTime``."""
-        self._on_call = on_call
-        self._cv = threading.Condition()
-        self._now = int(start_ms)
-        self._wait_target: int | None = None
-        self._wait_calls = 0
-        self._release_pending = False
-        self._closed = False
-
-    # --- org.apache.spark.util.Clock (called from the JVM stream thread) ------------------
-    def getTimeMillis(self) -> int:  # noqa: N802 (Java interface name)
-        self._on_call()
-        with self._cv:
-            return self._now
-
-    def nanoTime(self) -> int:  # noqa: N802
-        with self._cv:
-            return self._now * 1_000_000
-
-    def waitTillTime(self, targetTime: int) -> int:  # noqa: N802, N803
-        self._on_call()
-        with self._cv:
-            self._wait_calls += 1
-            self._wait_target = int(targetTime)
-            self._cv.notify_all()
-            while self._now < targetTime and not self._release_pending and not self._closed:
-                self._cv.wait()
-            self._release_pending = False
-            self._wait_target = None
-            self._cv.notify_all()
-            return self._now
-
-    class Java:
-        implements = ["org.apache.spark.util.Clock"]
+    def __init__(self, jvm: Jvm, start_ms: int) -> None:
+        self.java: JavaObject = _clock_class(jvm).newInstance()
+        """The JVM clock, for the query's ``startQuery``."""
+        self._now = int(start_ms)  # only the driver moves the clock: its time, mirrored
+        self.java.setTime(self._now)
 
     # --- driver side ----------------------------------------------------------------------
     @property
     def now_ms(self) -> int:
-        with self._cv:
-            return self._now
+        return self._now
 
     @property
     def wait_calls(self) -> int:
-        with self._cv:
-            return self._wait_calls
+        """How many times the stream thread has started waiting on the clock."""
+        return int(self.java.waitCalls())
 
     @property
     def next_trigger_ms(self) -> int | None:
         """The time the idle stream thread waits for, or None while it is running."""
-        with self._cv:
-            return self._wait_target
+        target = int(self.java.nextTriggerMs())
+        return None if target == _NO_WAIT else target
 
     def set_time(self, now_ms: int) -> bool:
         """Move time; True if this wakes the stream thread (a trigger will run)."""
-        with self._cv:
-            self._now = int(now_ms)
-            wakes = self._wait_target is not None and self._wait_target <= self._now
-            self._cv.notify_all()
-            return wakes
+        self._now = int(now_ms)
+        return bool(self.java.setTime(self._now))
 
-    def release_once(self) -> None:
-        """Let the idle stream thread run one trigger at the current time."""
-        with self._cv:
-            self._release_pending = True
-            self._cv.notify_all()
+    def advance_to(self, now_ms: int) -> int | None:
+        """Move time; if this wakes the waiting stream thread (a trigger will run), the
+        :attr:`wait_calls` it woke from (read with the move, in one call), else None."""
+        self._now = int(now_ms)
+        calls = int(self.java.setTimeCounted(self._now))
+        return None if calls < 0 else calls
+
+    def release_once(self) -> int:
+        """Let the idle stream thread run one trigger at the current time; returns the
+        :attr:`wait_calls` it is released from (read with the release, in one call)."""
+        return int(self.java.releaseOnce())
 
     def close(self) -> None:
         """Release every wait, now and later (used when the query stops)."""
-        with self._cv:
-            self._closed = True
-            self._cv.notify_all()
+        self.java.close()
 
     def await_idle(
         self, min_wait_calls: int, is_active: Callable[[], bool], timeout_s: float
@@ -149,19 +218,15 @@ class ManualClock:
         ``min_wait_calls`` times in all and is waiting now, i.e. the trigger(s) we let
         run have finished (batch, sink and progress included)."""
         deadline = time.monotonic() + timeout_s
-        with self._cv:
-            while not (self._wait_calls >= min_wait_calls and self._wait_target is not None):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ClockWaitTimeoutError(f"no idle stream thread after {timeout_s:.0f} s")
-                if not self._cv.wait(min(self._LIVENESS_CHECK_S, remaining)):
-                    self._cv.release()
-                    try:
-                        with _interrupts_deferred():
-                            active = is_active()
-                    finally:
-                        self._cv.acquire()
-                    if not active and not (
-                        self._wait_calls >= min_wait_calls and self._wait_target is not None
-                    ):
-                        raise QueryInactiveError()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ClockWaitTimeoutError(f"no idle stream thread after {timeout_s:.0f} s")
+            wait_ms = max(1, int(min(self._LIVENESS_CHECK_S, remaining) * 1000))
+            with _interrupts_deferred():
+                if self.java.awaitIdle(min_wait_calls, wait_ms):
+                    return
+                active = is_active()
+                # (idle after all: it got there between the wait and the check)
+                if not active and not self.java.isIdle(min_wait_calls):
+                    raise QueryInactiveError()

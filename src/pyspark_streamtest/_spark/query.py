@@ -30,7 +30,7 @@ def start_query(
     checkpoint: str,
     output_mode: str,
     trigger_interval_ms: int,
-    clock: ManualClock | JavaObject,
+    clock: JavaObject,
     sink: JavaObject,
 ) -> JavaObject:
     """Start ``df`` as a micro-batch query; returns the JVM StreamingQuery (wrapper).
@@ -88,14 +88,14 @@ def stop_query(
     callbacks: CallbackConnections | None = None,
     timeout_s: float = 60.0,
 ) -> None:
-    """Stop a query whose stream thread may be blocked in our Python clock.
+    """Stop a query whose stream thread may be waiting on our clock.
 
     ``StreamingQuery.stop()`` sets the query TERMINATED, then interrupts and joins the
-    stream thread; an interrupt cannot reach a thread blocked in a Py4J callback, so
+    stream thread; our clock keeps waiting through an interrupt (``clock.py``), so
     stop() would wait for the clock forever. We call stop() on a helper thread, wait
     until the query reports inactive (it then runs no further batch), release the
-    clock so the callback returns, and join. Once stop() has returned the stream thread
-    has ended, and the callback connections it used are closed.
+    clock so the wait returns, and join. Once stop() has returned the stream thread
+    has ended, and the callback connections it used (the sink's) are closed.
     """
     errors: list[BaseException] = []
 

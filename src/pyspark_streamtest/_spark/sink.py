@@ -67,13 +67,15 @@ class CollectingSink:
 
     def __init__(
         self, jvm: Jvm, then: Callable[[DataFrame, int], object] | None = None,
-        crash: str | None = None,
+        crash: str | None = None, on_call: Callable[[], None] = lambda: None,
     ) -> None:
         """``then``, if given, is the user's ``foreachBatch`` function: called with the
         batch's DataFrame and id after the rows are collected, inside the batch.
         ``crash`` (``"before_sink"`` or ``"before_commit"``) fails the next batch with
-        :class:`InjectedCrashError` before anything is written, or after everything is."""
+        :class:`InjectedCrashError` before anything is written, or after everything is.
+        ``on_call`` runs on the calling (callback) thread at each call."""
         self._jvm = jvm
+        self._on_call = on_call
         self._then = then
         self.crash = crash
         self.crashed: list[Row] | None = None
@@ -84,6 +86,7 @@ class CollectingSink:
         """The error that failed a batch inside this callback (clearer than Py4J's wrap)."""
 
     def apply(self, jds: JavaObject, batch_id: Any) -> None:
+        self._on_call()
         try:
             if self.crash == "before_sink":
                 self.crash = None

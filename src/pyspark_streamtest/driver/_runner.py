@@ -123,9 +123,9 @@ class QueryRunner:
         batch it ran, if any."""
         self.flush()
         self._callbacks = CallbackConnections(self._jvm.gateway)
-        self.clock = _clock.ManualClock(now_ms, self._callbacks.note)
+        self.clock = _clock.ManualClock(self._jvm, now_ms)
         self._sink = CollectingSink(self._jvm, then=self.built.spec.foreach_batch,
-                                    crash=self._crash)
+                                    crash=self._crash, on_call=self._callbacks.note)
         try:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf), spending("queries"):
                 self._jquery = self._start_query()
@@ -158,7 +158,7 @@ class QueryRunner:
             checkpoint=self.checkpoint,
             output_mode=self.built.spec.output_mode,
             trigger_interval_ms=self._interval_ms,
-            clock=self.clock,
+            clock=self.clock.java,
             sink=self._sink.to_java(self._schema_json),
         )
 
@@ -174,8 +174,8 @@ class QueryRunner:
         with spending("queries"):
             stop_query(jquery, self.clock, self._callbacks)
             unload_providers(self._jvm, jquery, self.checkpoint)
-        # The stream thread has ended: nothing in the JVM calls the clock or sink again.
-        forget_proxies(self._jvm.gateway, self.clock, self._sink)
+        # The stream thread has ended: nothing in the JVM calls the sink again.
+        forget_proxies(self._jvm.gateway, self._sink)
         if self._twin is not None:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf):
                 self._twin.stop(self.checkpoint, self.last_batch)
@@ -317,15 +317,17 @@ class QueryRunner:
         assert self.clock is not None
         return self.clock.next_trigger_ms
 
-    def clock_set(self, now_ms: int) -> bool:
-        """Move this query's clock; True if a trigger comes due (the query wakes)."""
+    def clock_set(self, now_ms: int) -> int | None:
+        """Move this query's clock; if a trigger comes due (the query wakes), the
+        :attr:`wait_calls` it woke from (for :meth:`finish_trigger`), else None."""
         assert self.clock is not None
-        return self.clock.set_time(now_ms)
+        return self.clock.advance_to(now_ms)
 
-    def clock_release(self) -> None:
-        """Let this query run one trigger at the current time."""
+    def clock_release(self) -> int:
+        """Let this query run one trigger at the current time; returns the
+        :attr:`wait_calls` it is released from (for :meth:`finish_trigger`)."""
         assert self.clock is not None
-        self.clock.release_once()
+        return self.clock.release_once()
 
     def watermark_ms(self) -> int | None:
         return self._watermark_ms if self.built.has_watermark else None

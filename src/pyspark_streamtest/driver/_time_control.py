@@ -196,8 +196,8 @@ class TimeControl:
         self.flush_inputs()
         started = []
         for runner in self._queries.runners:
-            calls = runner.wait_calls
-            if runner.clock_set(now_ms):
+            calls = runner.clock_set(now_ms)
+            if calls is not None:
                 started.append((runner, calls))
         self._set_time(now_ms)
         return self._finish_triggers(started)
@@ -205,10 +205,7 @@ class TimeControl:
     def _release_triggers(self, runners: Sequence[QueryRunner]) -> list[BatchRecord]:
         """Let each of ``runners`` run one trigger at the current time."""
         self.flush_inputs()
-        started = []
-        for runner in runners:
-            started.append((runner, runner.wait_calls))
-            runner.clock_release()
+        started = [(runner, runner.clock_release()) for runner in runners]
         return self._finish_triggers(started)
 
     def flush_inputs(self) -> None:
