@@ -8,7 +8,7 @@ import pickle
 from datetime import datetime, timezone
 
 from pyspark_streamtest import BatchRecord, TestRecord
-from pyspark_streamtest.core.records import LaterRecords
+from pyspark_streamtest.core.records import Deferred, LateRecord, LaterRecords, field_known
 from pyspark_streamtest.driver._piped import RecordBlock, RecordQueue
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -42,6 +42,31 @@ def test_a_batch_s_later_records_are_built_once_on_first_read_and_act_as_the_tup
     assert dataclasses.asdict(lazy) == dataclasses.asdict(eager)
     unpickled = pickle.loads(pickle.dumps(batch(Counted(records))))
     assert unpickled == eager and type(unpickled.__dict__["_input_records"]) is tuple
+
+
+def test_a_deferred_field_is_worked_out_once_on_first_read_and_acts_as_its_value():
+    """A batch's late records known from its piped records are worked out when first
+    read (by whoever reads them, the driver open or not), once; the batch compares,
+    copies, prints and pickles as one holding the value."""
+    records = (TestRecord({"k": "a"}, timestamp=T0, topic="in"),)
+    late = (LateRecord(records[0], 0, T0),)
+    calls: list[int] = []
+
+    def work_out() -> tuple[LateRecord, ...]:
+        calls.append(1)
+        return late
+
+    def lazy_batch() -> BatchRecord:
+        return dataclasses.replace(batch(records), late_records=Deferred(work_out))  # type: ignore[arg-type]
+
+    lazy, eager = lazy_batch(), dataclasses.replace(batch(records), late_records=late)
+    assert calls == []
+    assert field_known(lazy, "late_records") and calls == [1]  # known: worked out here
+    assert lazy.late_records == late and lazy.late_records is lazy.late_records
+    assert calls == [1]
+    assert lazy == eager and repr(lazy) == repr(eager)
+    unpickled = pickle.loads(pickle.dumps(lazy_batch()))
+    assert unpickled == eager and unpickled.__dict__["_late_records"] == late
 
 
 def test_input_records_stays_a_required_field():

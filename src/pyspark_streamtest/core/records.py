@@ -163,6 +163,34 @@ class Later:
 _UNRESOLVED = object()
 
 
+class Deferred(Later):
+    """A :class:`Later` that needs nothing of the driver: ``compute`` gives the field's
+    value, on the first read, whenever that is (the driver open or closed). The driver
+    hands one to a batch whose late records follow from its piped records' event time,
+    so a batch nobody asks about builds neither its records nor its late records.
+    Reads as evaluated (:attr:`resolved` computes it), and pickles as its value."""
+
+    __slots__ = ()
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        super().__init__(lambda: self.resolve(compute()))
+
+    @property
+    def resolved(self) -> bool:
+        self.value()
+        return True
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_same, (self.value(),))
+
+    def __repr__(self) -> str:
+        return repr(self.value())
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 class _LazyField:
     """A :class:`BatchRecord` field that may hold a :class:`Later`, evaluated on the
     first read (a data descriptor, as for ``input_records``)."""

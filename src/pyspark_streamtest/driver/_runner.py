@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from .._spark import clock as _clock
@@ -27,7 +28,7 @@ from .._spark.sink import CollectingSink, InjectedCrashError
 from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ..core._costs import count_batches, spending
 from ..core._decoding import row_decoder
-from ..core.records import BatchRecord, LateRecord, TestRecord
+from ..core.records import BatchRecord, Deferred, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import (
     StepTimeoutError,
@@ -433,14 +434,17 @@ class QueryRunner:
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
         operators = tuple(progress.get("stateOperators") or ())
-        late: tuple[LateRecord, ...] | None = None
+        late: Deferred | None = None
         rule = self.built.late_rule
         if self.late_known_per_batch:
             assert isinstance(rule, LateRule)
             previous = (self.last_batch.watermark if self.last_batch is not None
                         else self._resumed_watermark)
-            late = late_records(rule, consumed, self._time_columns, batch_id, previous or EPOCH,
-                                str(operators[0].get("operatorName")) if operators else None)
+            # Worked out on the first read: everything it needs is fixed now, and a batch
+            # nobody asks about then builds neither its records nor its late records.
+            late = Deferred(partial(
+                late_records, rule, consumed, self._time_columns, batch_id, previous or EPOCH,
+                str(operators[0].get("operatorName")) if operators else None))
         kafka = self.built.spec.kafka
         if kafka is not None:
             outputs = kafka_output_records(
@@ -470,7 +474,7 @@ class QueryRunner:
             ),
             num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),
             state_operators=operators,
-            late_records=late,
+            late_records=late,  # type: ignore[arg-type]  # evaluated when read
         )
         self.last_batch = record
         self.next_batch_id = batch_id + 1
