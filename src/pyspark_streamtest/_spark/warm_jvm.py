@@ -217,7 +217,7 @@ def _take(folder: str, *, started_now: bool, lock: int | None = None) -> Any | N
         return None
     _held = _Held(folder, lock, info["jvm_pid"], info["keeper_pid"], started_now)
     with contextlib.suppress(OSError):
-        Path(folder, "used").touch()  # for the choice of which waiting JVMs to end
+        Path(folder, "used").touch(mode=0o600)  # for the choice of which waiting JVMs to end
     return gateway
 
 
