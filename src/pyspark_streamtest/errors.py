@@ -48,6 +48,7 @@ __all__ = [
     "UnsupportedAppCallError",
     "UnsupportedSchemaError",
     "UnsupportedSparkVersionError",
+    "WarmJvmError",
 ]
 
 

@@ -115,7 +115,8 @@ def test_the_console_script_points_at_the_cli():
 # Programs of their own, run by path in other processes (Spark's Python workers): they
 # must not import the package, and their frames never reach a test's traceback.
 RUN_BY_PATH = {"pyspark_streamtest._spark._worker_server",
-               "pyspark_streamtest._spark._worker_launcher"}
+               "pyspark_streamtest._spark._worker_launcher",
+               "pyspark_streamtest._spark._jvm_keeper"}
 
 
 def test_every_module_hides_its_frames_from_failures_it_reports():

@@ -37,6 +37,7 @@ streamtest_durations = 5
 streamtest_update_golden = true
 streamtest_oracle = true
 streamtest_oracle_min_tests = 0
+streamtest_warm_jvm = off
 """
 
 PYPROJECT = """
@@ -50,6 +51,7 @@ streamtest_durations = 0
 streamtest_update_golden = true
 streamtest_oracle = true
 streamtest_oracle_min_tests = 0
+streamtest_warm_jvm = "on"
 """
 
 DEFAULTS = {
@@ -62,6 +64,7 @@ DEFAULTS = {
     "streamtest_update_golden": False,
     "streamtest_oracle": False,
     "streamtest_oracle_min_tests": 0,
+    "streamtest_warm_jvm": "auto",
 }
 
 
@@ -70,6 +73,7 @@ def _clean_environment(monkeypatch):
     """No master from the environment; the oracle option sets STREAMTEST_ORACLE for
     its run, in this process: monkeypatch puts back what was there."""
     monkeypatch.delenv("STREAMTEST_MASTER", raising=False)
+    monkeypatch.delenv("STREAMTEST_WARM_JVM", raising=False)
     monkeypatch.setenv("STREAMTEST_ORACLE", "0")
 
 
@@ -85,6 +89,7 @@ def test_every_option_has_the_prefix_and_an_ini_option():
         "--streamtest-master", "--streamtest-conf", "--streamtest-jvm-logs",
         "--streamtest-cpu-load", "--streamtest-timeline-dir", "--streamtest-durations",
         "--streamtest-update-golden", "--streamtest-oracle", "--streamtest-oracle-min-tests",
+        "--streamtest-warm-jvm",
     }
     assert set(NAMES) == set(DEFAULTS)
 
@@ -119,6 +124,7 @@ def test_every_option_is_read_from_pytest_ini(pytester):
         "streamtest_update_golden": True,
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
+        "streamtest_warm_jvm": "off",
     }
 
 
@@ -134,6 +140,7 @@ def test_every_option_is_read_from_pyproject_toml(pytester):
         "streamtest_update_golden": True,
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
+        "streamtest_warm_jvm": "on",
     }
 
 
@@ -143,7 +150,7 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         pytester, "--streamtest-master=local[3]", "--streamtest-conf", "spark.b=from cli",
         "--streamtest-jvm-logs", "--streamtest-cpu-load=4", "--streamtest-timeline-dir=out",
         "--streamtest-durations=1", "--streamtest-update-golden", "--streamtest-oracle",
-        "--streamtest-oracle-min-tests=0",
+        "--streamtest-oracle-min-tests=0", "--streamtest-warm-jvm=on",
     )
     assert values == {
         "streamtest_master": "local[3]",
@@ -156,7 +163,16 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         "streamtest_update_golden": True,
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
+        "streamtest_warm_jvm": "on",
     }
+
+
+def test_the_environment_s_warm_jvm_sits_between_the_command_line_and_the_ini(
+        pytester, monkeypatch):
+    pytester.makefile(".ini", pytest="[pytest]\nstreamtest_warm_jvm = on\n")
+    monkeypatch.setenv("STREAMTEST_WARM_JVM", "off")
+    assert resolved(pytester)["streamtest_warm_jvm"] == "off"
+    assert resolved(pytester, "--streamtest-warm-jvm=auto")["streamtest_warm_jvm"] == "auto"
 
 
 def test_pytest_s_override_turns_off_a_flag_the_ini_file_turns_on(pytester):
