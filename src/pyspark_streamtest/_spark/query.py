@@ -6,7 +6,8 @@ import contextlib
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
+from weakref import WeakKeyDictionary
 
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame
@@ -39,26 +40,48 @@ def start_query(
     clock; its parameter list gained ``userSpecifiedSinkName`` in 4.2.
     """
     ensure_callback_server_started(jvm.gateway)  # type: ignore[no-untyped-call]
-    streaming = jvm.jvm.org.apache.spark.sql.streaming
-    mode = getattr(streaming.OutputMode, _OUTPUT_MODES[output_mode])()
-    trigger = streaming.Trigger.ProcessingTime(int(trigger_interval_ms))
+    classes = _start_classes(jvm)
+    mode = getattr(classes.output_mode, _OUTPUT_MODES[output_mode])()
+    trigger = classes.trigger.ProcessingTime(int(trigger_interval_ms))
+    none = classes.option.empty()
     tail = [
         df._jdf,
-        jvm.scala_map(),
+        classes.empty_map,
         sink,
         mode,
         False,  # useTempCheckpointLocation
         True,  # recoverFromCheckpointLocation
         trigger,
         clock,
-        jvm.none(),  # catalogAndIdent
-        jvm.none(),  # catalogTable
+        none,  # catalogAndIdent
+        none,  # catalogTable
     ]
-    head = [jvm.some(name)]
+    head = [classes.option.apply(name)]
     if capabilities(jvm).start_query_has_sink_name:
-        head.append(jvm.none())
-    head.append(jvm.some(checkpoint))
+        head.append(none)
+    head.append(classes.option.apply(checkpoint))
     return jvm.jspark.streams().startQuery(*head, *tail)
+
+
+class _StartClasses(NamedTuple):
+    output_mode: JavaObject
+    trigger: JavaObject
+    option: JavaObject
+    empty_map: JavaObject  # an immutable Scala Map: one serves every start
+
+
+_START_CLASSES: WeakKeyDictionary[object, _StartClasses] = WeakKeyDictionary()
+
+
+def _start_classes(jvm: Jvm) -> _StartClasses:
+    """What every query start looks up, once per JVM: a lookup by dotted name costs a
+    Py4J round trip per package (about 30 for these)."""
+    found = _START_CLASSES.get(jvm.gateway)
+    if found is None:
+        streaming = jvm.jvm.org.apache.spark.sql.streaming
+        found = _START_CLASSES[jvm.gateway] = _StartClasses(
+            streaming.OutputMode, streaming.Trigger, jvm.jvm.scala.Option, jvm.scala_map())
+    return found
 
 
 def stream_execution(jquery: JavaObject) -> JavaObject:

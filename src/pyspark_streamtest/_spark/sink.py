@@ -14,6 +14,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pyspark.sql import DataFrame, Row
 
@@ -146,6 +147,20 @@ class CollectingSink:
         """The JVM sink object wrapping this callback."""
         jvm = self._jvm
         jschema = jvm.jspark.parseDataType(schema_json)
+        encoders, sink_class = _sink_makers(jvm)
+        return sink_class(self, encoders.apply(jschema))
+
+
+_MAKERS: WeakKeyDictionary[object, tuple[JavaObject, JavaObject]] = WeakKeyDictionary()
+
+
+def _sink_makers(jvm: Jvm) -> tuple[JavaObject, JavaObject]:
+    """Spark's ``ExpressionEncoder`` object and ``ForeachBatchSink`` class, looked up once
+    per JVM: a lookup by dotted name costs a Py4J round trip per package (about 20 for
+    the two), and every query start needs them."""
+    found = _MAKERS.get(jvm.gateway)
+    if found is None:
         encoders = jvm.scala_object("org.apache.spark.sql.catalyst.encoders.ExpressionEncoder")
         sinks = jvm.jvm.org.apache.spark.sql.execution.streaming.sources
-        return sinks.ForeachBatchSink(self, encoders.apply(jschema))
+        found = _MAKERS[jvm.gateway] = (encoders, sinks.ForeachBatchSink)
+    return found
