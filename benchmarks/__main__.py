@@ -1,8 +1,9 @@
 """The driver's costs as ratios to Spark's floor, all measured in one process and run.
 
     python -m benchmarks [--steps N] [--long-steps N] [--max-keys N] [--bulk-rows N]
-                         [--property-examples N] [--only all|steps|app|state|memory|property]
-                         [--suite-tests N] [--master URL] [--json FILE]
+                         [--property-examples N]
+                         [--only all|steps|app|state|memory|property|inner]
+                         [--suite-tests N] [--inner-runs N] [--master URL] [--json FILE]
     python -m benchmarks --only scale [--scale-records N] [--max-keys N] [--master URL]
                          [--json FILE]
     python -m benchmarks --profile stateless|windowed|join|grouped-state [--steps N]
@@ -292,7 +293,7 @@ def main() -> None:
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
     parser.add_argument("--only", choices=("all", "steps", "app", "property", "memory", "state",
-                                           "scale"),
+                                           "inner", "scale"),
                         default="all", help="only the floor and that part (scale is no "
                         "part of all: see benchmarks/_scale.py)")
     add_scale_arguments(parser)
@@ -302,6 +303,9 @@ def main() -> None:
     parser.add_argument("--suite-tests", type=int, default=20,
                         help="tests of the payments suite run serially and with -n 2 (the "
                         "target is stated for 20; 0 skips the two pytest runs)")
+    parser.add_argument("--inner-runs", type=int, default=5,
+                        help="pytest runs of one test per inner-loop figure, cold and warm "
+                        "JVM (benchmarks/inner_loop.py; its suite has --suite-tests tests)")
     parser.add_argument("--profile", choices=sorted(PROFILED),
                         help="measure only where one step of this pipeline spends its time")
     parser.add_argument("--compare", metavar="BASE.json",
@@ -346,6 +350,8 @@ def main() -> None:
     print(f"floor: spark.range(1).count() = {floor * 1000:.1f} ms (median of {steps})")
     if args.only in ("all", "steps"):
         measure_steps(spark, args, floor, record)
+    if args.only in ("all", "inner"):
+        measure_inner(args, rows)
     if args.only in ("all", "app"):
         measure_app(spark, steps, timed, record, suite_tests=args.suite_tests)
     if args.only in ("all", "state"):
@@ -384,6 +390,31 @@ def warm_up(spark: SparkSession, seconds: float) -> None:
             spark.range(1).count()
             plain_step()
             window_step()
+
+
+def measure_inner(args: Any, rows: list[dict[str, Any]]) -> None:
+    """The inner loop from the shell (``benchmarks/inner_loop.py``): one test's pytest
+    run with a warm JVM against a cold one and against its own micro-batches, and the
+    suite with ``-n 2`` against serially, both with warm JVMs."""
+    from benchmarks.inner_loop import measure
+
+    found = measure(args.inner_runs, args.suite_tests)
+    warm, cold = found["one_test_warm_s"], found["one_test_cold_s"]
+    rows.append({"measure": "one windowed test from the shell, warm JVM", "seconds": warm,
+                 "ratio": round(warm / cold, 2), "of": "the same run with a cold JVM",
+                 "cold_seconds": cold})
+    rows.append({"measure": "one windowed test from the shell, warm JVM, over its batches",
+                 "ratio": found["one_test_warm_over_batches"],
+                 "of": "its own micro-batches", "batches_seconds":
+                 found["one_test_warm_batches_s"]})
+    if args.suite_tests:
+        serial, parallel = found["suite_serial_warm_s"], found["suite_n2_warm_s"]
+        rows.append({"measure": f"payments job: {args.suite_tests}-test pytest suite, -n 2, "
+                     "warm JVMs", "ratio": round(parallel / serial, 2),
+                     "of": "the suite run serially, warm JVM", "serial_seconds": serial,
+                     "parallel_seconds": parallel,
+                     "cold_serial_seconds": found["suite_serial_cold_s"],
+                     "cold_parallel_seconds": found["suite_n2_cold_s"]})
 
 
 def measure_property(spark: SparkSession, args: Any, floor: float,

@@ -132,7 +132,9 @@ def suite_seconds(workers: int, tests: int = SUITE_TESTS) -> float:
             out.write(_SUITE.format(tests=tests))
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                    "--rootdir", folder, path] + (["-n", str(workers)] if workers else [])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        # A JVM of its own (cold), as a run without warm JVMs: benchmarks/inner_loop.py
+        # measures the same suite with warm ones.
+        env = {**os.environ, "STREAMTEST_WARM_JVM": "off", "PYTHONPATH": os.pathsep.join(
             filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
         started = time.perf_counter()
         ran = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,

@@ -69,6 +69,10 @@ TARGETS: dict[str, Target] = {
     "payments job: new driver + 3 steps + close": Target("ratio", 4),
     "payments job: 20-test pytest suite, -n 2": Target("ratio", 1, label="time over serial"),
     "1000 stateless steps": Target("python_rss_growth_mb", 50, unit="MB", label="RSS growth"),
+    "one windowed test from the shell, warm JVM": Target("seconds", 2, unit="s"),
+    "one windowed test from the shell, warm JVM, over its batches": Target("ratio", 1.5),
+    "payments job: 20-test pytest suite, -n 2, warm JVMs":
+        Target("ratio", 1, label="time over serial"),
 }
 """The targets by the measure names of a default run (``--bulk-rows 100000``,
 ``--max-keys 1000000``, ``--long-steps 1000``, ``--property-examples 100``)."""
