@@ -35,6 +35,13 @@ def kill_jvm(spark):
 """
 
 
+@pytest.fixture(autouse=True)
+def _a_jvm_of_the_child_s_own(monkeypatch):
+    """The child runs kill the JVM their session started, by PySpark's handle on its
+    process (``gateway.proc``), which a JVM attached to has not: no warm JVM here."""
+    monkeypatch.setenv("STREAMTEST_WARM_JVM", "off")
+
+
 def _run_child(pytester):
     """The child pytest with its Spark session (a JVM the test may kill)."""
     return pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider",
