@@ -415,3 +415,13 @@ def test_at_most_a_few_jvms_wait_the_least_used_end_first(project, tmp_path):
         assert all(_alive(pid) for pid in pids[1:])
     finally:
         _end_all(jvms)
+
+
+def test_a_run_asking_for_the_jvm_s_logs_gets_a_jvm_of_its_own(project, tmp_path):
+    """A warm JVM's output goes to its keeper's log: ``--streamtest-jvm-logs`` wants it on
+    the run's terminal, so that run starts (and ends) a JVM of its own."""
+    jvms = tmp_path / "logs-jvms"
+    pid = _jvm_of_a_run(project, "with_logs", "--streamtest-jvm-logs",
+                        STREAMTEST_WARM_JVM_DIR=str(jvms))
+    assert _gone_within(pid, 30)
+    assert not jvms.exists() or list(jvms.iterdir()) == []

@@ -96,7 +96,9 @@ def build_test_session(
     # A context of this process made elsewhere (another thread's session) is not ours.
     ours = SparkContext._active_spark_context is None
     chosen_python = os.environ["PYSPARK_PYTHON"]
-    if (ours and defaults.warm_jvm and master.startswith("local")
+    # Not with the JVM's logs asked for: a warm JVM writes them to its keeper's log, not
+    # to this run's terminal.
+    if (ours and defaults.warm_jvm and not jvm_logs and master.startswith("local")
             and SparkContext._gateway is None and warm_jvm.available()):
         _attach_warm_jvm(master, settings, launch_python_path)
     for key, value in settings.items():
