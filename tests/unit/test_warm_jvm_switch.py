@@ -109,3 +109,12 @@ def test_a_bad_idle_time_is_refused_naming_the_variable(tmp_path, monkeypatch):
     with pytest.raises(InvalidArgumentError, match="STREAMTEST_WARM_JVM_IDLE='soon'"):
         warm_jvm._start(warm_jvm._root(), "key", {}, dict(os.environ))
     assert list((tmp_path / "jvms").iterdir()) == []  # nothing left of the attempt
+
+
+@pytest.mark.parametrize("given", ["0", "many"])
+def test_a_bad_cap_is_refused_naming_the_variable(tmp_path, monkeypatch, given):
+    monkeypatch.setenv(warm_jvm.ENV_DIR, str(tmp_path / "jvms"))
+    monkeypatch.setenv(warm_jvm.ENV_MAX, given)
+    with pytest.raises(InvalidArgumentError, match=f"STREAMTEST_WARM_JVM_MAX='{given}'"):
+        warm_jvm._start(warm_jvm._root(), "key", {}, dict(os.environ))
+    assert list((tmp_path / "jvms").iterdir()) == []  # refused before anything started

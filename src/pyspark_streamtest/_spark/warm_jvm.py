@@ -308,6 +308,7 @@ def _start(root: str, key: str, settings: Mapping[str, str],
            env: Mapping[str, str]) -> Any | None:
     """Start a keeper and its JVM with ``settings`` and ``env``, in this working folder,
     and take it; None if it could not start (its log says why)."""
+    keep = _max_waiting() - 1  # the others that may wait with this one once its run ends
     folder = tempfile.mkdtemp(prefix=f"{key}-", dir=root)  # 0700
     _jvm_keeper._write_private(os.path.join(folder, "launch.json"), json.dumps(dict(settings)))
     lock = _lock(folder)
@@ -331,6 +332,10 @@ def _start(root: str, key: str, settings: Mapping[str, str],
             env=dict(env), cwd=os.getcwd(), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True, check=False, timeout=60,
         )
+    except subprocess.TimeoutExpired:  # its first process did not even fork: give up
+        os.close(lock)
+        _give_up(folder, {"keeper_pid": _keeper_pid(folder)})
+        return None
     finally:
         os.close(log)
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -342,7 +347,7 @@ def _start(root: str, key: str, settings: Mapping[str, str],
             return None
         time.sleep(0.02)
     gateway = _take(folder, started_now=True, lock=lock)
-    _end_least_used(root, keep=_max_waiting() - 1)  # with this one, once its run ends
+    _end_least_used(root, keep=keep)
     return gateway
 
 
