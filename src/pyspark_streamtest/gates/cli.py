@@ -93,17 +93,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _warm_jvm(args: Any) -> int:
-    from .._spark import warm_jvm
+    from .._spark import warm_jvm_admin
 
     if args.warm_command == "list":
-        found = warm_jvm.running()
+        found = warm_jvm_admin.running()
         for jvm in found:
             print(f"JVM pid {jvm.jvm_pid} ({'in use' if jvm.in_use else 'waiting'}), "
                   f"keeper pid {jvm.keeper_pid}, {jvm.folder}")
         if not found:
             print("no warm JVM is running")
         return 0
-    ended, left = warm_jvm.stop(in_use=args.in_use)
+    ended, left = warm_jvm_admin.stop(in_use=args.in_use)
     print(f"ended {ended} warm JVM{'s' if ended != 1 else ''}"
           + (f"; {left} in use left running (--in-use ends them too)" if left else ""))
     return 0
