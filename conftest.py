@@ -35,3 +35,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("stress"):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _pytester_children_start_their_own_jvm(request, monkeypatch):
+    """A pytester child run gets a temporary HOME, so a warm JVM it started would wait
+    there, outside the user's cap, until its idle time: children of this suite run with
+    warm JVMs off unless their test turns them on (tests/spark/test_warm_jvm.py runs its
+    children itself, in a folder of its own)."""
+    if "pytester" in request.fixturenames:
+        monkeypatch.setenv("STREAMTEST_WARM_JVM", "off")
