@@ -121,27 +121,36 @@ def test_payments(topology_driver, case):
 '''
 
 
+def pytest_seconds(folder: str, target: str, *options: str,
+                   env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Wall seconds of one fresh ``pytest`` process running ``target`` in ``folder``
+    (this repository importable, ``env`` added to the environment), and its output.
+    Raises if a test fails: a figure of a failing run means nothing."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--rootdir", folder, target, *options]
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
+        filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    ran = subprocess.run(command, cwd=folder, env=full_env, capture_output=True, text=True,
+                         timeout=900, check=False)
+    elapsed = time.perf_counter() - started
+    if ran.returncode != 0:
+        raise RuntimeError(f"the run failed ({' '.join(command)}):\n{ran.stdout[-3000:]}")
+    return elapsed, ran.stdout
+
+
 def suite_seconds(workers: int, tests: int = SUITE_TESTS) -> float:
     """Wall-clock seconds of a fresh ``pytest`` process running a suite of ``tests``
     tests (the payments topology, a new driver and three steps each), with
-    ``-n workers`` (serially for 0). Raises if a test fails: a figure of a failing suite
-    means nothing."""
+    ``-n workers`` (serially for 0)."""
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as folder:
         path = os.path.join(folder, "test_payments_suite.py")
         with open(path, "w") as out:
             out.write(_SUITE.format(tests=tests))
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   "--rootdir", folder, path] + (["-n", str(workers)] if workers else [])
         # A JVM of its own (cold), as a run without warm JVMs: benchmarks/inner_loop.py
         # measures the same suite with warm ones.
-        env = {**os.environ, "STREAMTEST_WARM_JVM": "off", "PYTHONPATH": os.pathsep.join(
-            filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
-        started = time.perf_counter()
-        ran = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
-                             timeout=900, check=False)
-        elapsed = time.perf_counter() - started
-    if ran.returncode != 0:
-        raise RuntimeError(f"the suite failed ({' '.join(command)}):\n{ran.stdout[-3000:]}")
+        elapsed, _ = pytest_seconds(folder, path, *(["-n", str(workers)] if workers else []),
+                                    env={"STREAMTEST_WARM_JVM": "off"})
     return elapsed
 
 

@@ -21,10 +21,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
-from benchmarks._app import _SUITE, ROOT
+from benchmarks import _app
+from benchmarks._app import _SUITE
 
 ONE_TEST = '''
 from datetime import datetime, timedelta, timezone
@@ -60,19 +60,10 @@ def test_window_closes_when_watermark_passes(topology_driver):
 
 def pytest_seconds(folder: str, target: str, *options: str, warm: bool,
                    jvms: str) -> tuple[float, str]:
-    """Wall seconds of one ``pytest`` process in ``folder``, and its output."""
-    env = {**os.environ, "STREAMTEST_WARM_JVM": "on" if warm else "off",
-           "STREAMTEST_WARM_JVM_DIR": jvms,
-           "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "--rootdir", folder, target, *options]
-    started = time.perf_counter()
-    ran = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
-                         timeout=900, check=False)
-    elapsed = time.perf_counter() - started
-    if ran.returncode != 0:
-        raise RuntimeError(f"the run failed ({' '.join(command)}):\n{ran.stdout[-3000:]}")
-    return elapsed, ran.stdout
+    """Wall seconds of one ``pytest`` process in ``folder``, and its output; warm JVMs
+    on or off, their folders in ``jvms``."""
+    return _app.pytest_seconds(folder, target, *options, env={
+        "STREAMTEST_WARM_JVM": "on" if warm else "off", "STREAMTEST_WARM_JVM_DIR": jvms})
 
 
 def _batches_seconds(output: str) -> float:

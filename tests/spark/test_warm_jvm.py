@@ -35,9 +35,8 @@ def jvm_pid(spark):
     return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
 def state_store(spark):
-    from pyspark_streamtest._spark._jvm_keeper import _object
-    return _object(spark.sparkContext._jvm,
-                   "org.apache.spark.sql.execution.streaming.state.StateStore")
+    from pyspark_streamtest._spark.jvm import Jvm
+    return Jvm(spark).scala_object("org.apache.spark.sql.execution.streaming.state.StateStore")
 
 def note(name, **facts):
     (FACTS / f"{name}.json").write_text(json.dumps(facts))
@@ -107,9 +106,7 @@ def _end_all(jvms: Path) -> None:
     for pid in set(pids):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    warm_jvm.wait_gone(set(pids), 30)
 
 
 def _alive(pid: int) -> bool:
@@ -360,10 +357,7 @@ def _listening_addresses(port: int) -> set[str]:
 
 
 def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return not _alive(pid)
+    return warm_jvm.wait_gone([pid], seconds)
 
 
 def test_an_idle_jvm_ends_by_itself(project, tmp_path):

@@ -59,7 +59,8 @@ def clean(jvm: Any) -> None:
 
 def _object(jvm: Any, name: str) -> Any:
     """A Scala object (``Name$.MODULE$``) of the JVM, or None where this Spark has none.
-    (Read as a static field: ``Class.forName`` through Py4J takes 0.4 s.)"""
+    (What ``Jvm.scala_object`` gives, read as a static field through Py4J's JVM view:
+    the keeper imports nothing of the package, whose ``Jvm`` needs ``pyspark.sql``.)"""
     from py4j.java_gateway import JavaObject
 
     holder = jvm

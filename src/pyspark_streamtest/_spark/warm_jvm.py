@@ -35,6 +35,7 @@ import glob
 import hashlib
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -264,6 +265,29 @@ def _alive(pid: int) -> bool:
     # A zombie (ended, its parent not told yet) is not alive.
     with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as file:
         return file.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    return True
+
+
+def wait_gone(pids: Iterable[int], timeout_s: float) -> bool:
+    """Wait until every process of ``pids`` has ended, for at most ``timeout_s``; True if
+    they have. Where the kernel has process file descriptors (Linux 5.3+), each end is
+    waited for on one; elsewhere a bounded poll stands in (no other process's end has a
+    notification)."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while _alive(pid):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                descriptor = os.pidfd_open(pid)
+            except (AttributeError, OSError):  # no pidfd here, or it has just ended
+                time.sleep(min(0.05, left))
+                continue
+            try:
+                select.select([descriptor], [], [], left)
+            finally:
+                os.close(descriptor)
     return True
 
 

@@ -7,11 +7,10 @@ import contextlib
 import glob
 import os
 import signal
-import time
 from dataclasses import dataclass
 
 from ..errors import hide_our_frames
-from .warm_jvm import _alive, _give_up, _lock, _read_info, _root
+from .warm_jvm import _alive, _give_up, _lock, _read_info, _root, wait_gone
 
 __tracebackhide__ = hide_our_frames
 
@@ -52,9 +51,7 @@ def stop(*, in_use: bool = False, timeout_s: float = 30.0) -> tuple[int, int]:
             continue
         with contextlib.suppress(OSError):
             os.kill(jvm.keeper_pid, signal.SIGTERM)  # it ends its JVM as PySpark would
-        deadline = time.monotonic() + timeout_s
-        while (_alive(jvm.jvm_pid) or _alive(jvm.keeper_pid)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_gone([jvm.jvm_pid, jvm.keeper_pid], timeout_s)
         _give_up(jvm.folder, {"keeper_pid": jvm.keeper_pid, "jvm_pid": jvm.jvm_pid})
         if lock is not None:
             os.close(lock)
