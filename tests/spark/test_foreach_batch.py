@@ -112,3 +112,26 @@ def test_a_batch_runs_once_its_function_sees_what_the_driver_records(topology_dr
     recorded = [r.value["id"] for r in driver.create_output_topic("audit").read_records_to_list()]
     assert len(set(recorded)) == 4
     assert seen == recorded + recorded
+
+
+def test_the_batch_is_of_its_query_s_session_as_pyspark_hands_it_over(topology_driver, spark):
+    """PySpark's foreachBatch wraps each batch in its query's own (cloned) session: a
+    temp view of the batch is what ``batch_df.sparkSession.sql`` reads, and in classic
+    mode the test's session does not see it. (Over Connect 4.0-4.2 the batch is the
+    client's session's, as there: tests/spark/test_connect.py.)"""
+    counted: list[int] = []
+
+    def store(batch: DataFrame, batch_id: int) -> None:
+        batch.createOrReplaceTempView("this_batch")
+        row = batch.sparkSession.sql("SELECT count(*) AS n FROM this_batch").first()
+        counted.append(-1 if row is None else row.n)
+
+    def topology(t: Topology) -> None:
+        t.foreach_batch("store", t.input("clicks", schema="user STRING"), store)
+
+    driver = topology_driver(topology)
+    driver.create_input_topic("clicks").pipe_value_list([{"user": u} for u in "ab"])
+    driver.process_all_available()
+    assert counted == [2]
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        assert not spark.catalog.tableExists("this_batch")

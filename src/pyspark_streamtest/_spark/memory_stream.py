@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..errors import hide_our_frames
@@ -32,7 +32,14 @@ def _classic_dataframe_class() -> Any:
 _CLASSIC_DATAFRAME = _classic_dataframe_class()
 
 
-def wrap_dataframe(jvm: Jvm, jdf: JavaObject) -> DataFrame:
+def wrap_dataframe(jvm: Jvm, jdf: JavaObject, *, own_session: bool = False) -> DataFrame:
+    """The JVM Dataset ``jdf`` as a PySpark DataFrame of ``jvm``'s session, or with
+    ``own_session`` of a PySpark session over the Dataset's own (what PySpark's
+    ``foreachBatch`` hands the user: a micro-batch belongs to its query's cloned session,
+    where ``batch_df.sparkSession.sql`` sees the batch's temp views)."""
+    if own_session:
+        session = SparkSession(jvm.spark.sparkContext, jdf.sparkSession())
+        return _CLASSIC_DATAFRAME(jdf, session)  # type: ignore[no-any-return]
     frame: DataFrame = _CLASSIC_DATAFRAME(jdf, jvm.spark)
     return frame
 

@@ -93,7 +93,7 @@ class CollectingSink:
                 self.crash = None
                 raise InjectedCrashError(
                     f"crash_before_sink: batch {batch_id} failed before writing its sink")
-            frame = wrap_dataframe(self._jvm, jds)
+            frame = wrap_dataframe(self._jvm, jds, own_session=self._then is not None)
             if self._then is None:
                 rows = frame.collect()
             else:
