@@ -105,6 +105,31 @@ def test_late_records_after_a_resume_are_dropped_by_the_saved_watermark(
     assert [late.record.value["user"] for late in second.late_records("counts")] == ["late"]
 
 
+def _filtered_clicks_per_user(t: Topology) -> None:
+    clicks = t.input("clicks", schema="user STRING, url STRING, ts TIMESTAMP",
+                     timestamp_column="ts")
+    t.output("counts", clicks.withWatermark("ts", "10 seconds").filter("user != 'bot'")
+             .groupBy(F.window("ts", "10 seconds"), "user").count())
+
+
+def test_late_records_evaluated_from_the_plan_after_a_resume_use_the_saved_watermark(
+    topology_driver, tmp_path
+):
+    """A filter before the aggregation makes the driver evaluate late records from the
+    plan (not from the piped timestamps): the first batch after the resume compares
+    with the saved checkpoint's last watermark, as Spark does."""
+    first = topology_driver(_filtered_clicks_per_user)
+    first.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"}, timestamp=at(25))
+    first.process_all_available()
+    first.save_checkpoint(tmp_path / "saved")
+    second = topology_driver(_filtered_clicks_per_user, checkpoint=tmp_path / "saved")
+    clicks = second.create_input_topic("clicks")
+    clicks.pipe_input({"user": "late", "url": "/"}, timestamp=at(3))  # behind 15 s
+    clicks.pipe_input({"user": "bot", "url": "/"}, timestamp=at(4))  # filtered out
+    assert second.process_all_available()[0].num_rows_dropped_by_watermark == 1
+    assert [late.record.value["user"] for late in second.late_records("counts")] == ["late"]
+
+
 def test_kafka_offsets_go_on_in_the_new_driver(topology_driver, tmp_path):
     def kafka(t: Topology) -> None:
         events = t.kafka_input("events", partitions=2)

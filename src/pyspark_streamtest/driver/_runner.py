@@ -255,6 +255,12 @@ class QueryRunner:
 
     # --- late records ---------------------------------------------------------------------
     @property
+    def resumed_watermark(self) -> datetime | None:
+        """The watermark the saved checkpoint's last batch ran with (None unless the
+        query went on from one): the first batch after compares late rows with it."""
+        return self._resumed_watermark
+
+    @property
     def late_known_per_batch(self) -> bool:
         """Each batch's late records follow from the piped records' event time (one
         stateful operator whose watermark is on an input's ``timestamp_column``); else

@@ -186,7 +186,9 @@ class StateAccess:
             raise InvalidArgumentError(
                 f"cannot tell which records output {output!r} drops as late: {operators}")
         pending: list[tuple[BatchRecord, datetime]] = []
-        previous: datetime | None = None
+        # A batch compares late rows with the previous batch's watermark; the first one
+        # after a saved checkpoint with that checkpoint's last batch's.
+        previous: datetime | None = runner.resumed_watermark
         for batch in self._history.of_output(runner.name):
             if not field_known(batch, "late_records"):
                 pending.append((batch, previous or EPOCH))
