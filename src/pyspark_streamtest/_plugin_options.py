@@ -79,6 +79,13 @@ OPTIONS: tuple[Option, ...] = (
         "where $CI is set (default: auto).",
     ),
     Option(
+        "--streamtest-connect", "bool", False, env="STREAMTEST_CONNECT",
+        help="Run the tests over Spark Connect: the 'spark' fixture (and a driver made "
+        "without spark=) is a Connect session of a local server in this process's JVM, "
+        "and the process is in Connect mode, as with SparkSession.builder.remote(...) "
+        "(PySpark 4.0+; default: off; env: 1/0).",
+    ),
+    Option(
         "--streamtest-cpu-load", "int", 0, metavar="N",
         help="Busy processes kept running during streamtest_determinism tests "
         "(default 0).",

@@ -101,6 +101,22 @@ def warm_jvm_wanted(config: pytest.Config) -> bool:
         raise pytest.UsageError(str(error)) from None
 
 
+def connect_wanted(config: pytest.Config) -> bool:
+    """Whether the run's session is a Spark Connect one (``--streamtest-connect``, the
+    ini option, or ``STREAMTEST_CONNECT`` 1/0, true/false, on/off); another value is a
+    usage error."""
+    value = setting(config, "streamtest_connect")
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise pytest.UsageError(
+        f"STREAMTEST_CONNECT expects 1 or 0 (true/false, on/off), got {value!r}")
+
+
 def install_session_defaults(config: pytest.Config) -> None:
     """Make this run's options the defaults of every session the library creates while
     it lasts (the ``spark`` fixture, a driver made without ``spark=``,
@@ -108,6 +124,8 @@ def install_session_defaults(config: pytest.Config) -> None:
     from ._spark import session_defaults
 
     warm_jvm_wanted(config)  # a bad value stops the run before any test
+    if connect_wanted(config):
+        config.add_cleanup(session_defaults.enter_connect_mode())
 
     undo = session_defaults.install(lambda: _session_defaults(config),
                                     lambda session: _adopt(config, session))
@@ -130,6 +148,7 @@ def _session_defaults(config: pytest.Config) -> Any:
         jvm_logs=bool(setting(config, "streamtest_jvm_logs")),
         jvm_options=_jvm_options(config, workers),
         warm_jvm=warm_jvm_wanted(config),
+        connect=connect_wanted(config),
     )
 
 

@@ -119,6 +119,7 @@ from ._plugin_session import (
     _shared_session,
     _spark_master,
     _xdist_workers,
+    connect_wanted,
     install_session_defaults,
     warm_jvm_wanted,
 )
@@ -174,8 +175,9 @@ def _streamtest_requires(request: pytest.FixtureRequest) -> None:
             require_feature(session, feature)
         except UnsupportedFeatureError as missing:
             pytest.skip(
-                f"needs {feature.description}, added in PySpark {feature.added_in} "
-                f"(this is {missing.spark_version})"
+                f"needs {feature.description}"
+                + (" over Spark Connect" if missing.over_connect else "")
+                + f", added in PySpark {missing.added_in} (this is {missing.spark_version})"
             )
 
 
@@ -200,7 +202,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"spark master {_spark_master(config, workers)}"
         + (" per xdist worker" if workers > 1 else "")
         + (f", JVM {options}" if (options := _jvm_options(config, workers)) else "")
-        + (", warm JVM" if _spark_master(config, workers).startswith("local")
+        + (", Spark Connect" if connect_wanted(config) else
+           ", warm JVM" if _spark_master(config, workers).startswith("local")
            and warm_jvm_wanted(config) else "")
     ]
 
@@ -208,8 +211,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.fixture(scope="session")
 def spark(pytestconfig: pytest.Config) -> SparkSession:
     """A local SparkSession tuned for tests, shared by the whole test session, made on
-    first use. A project's own ``spark`` fixture (in a conftest) overrides this one, by
-    pytest's rules, for ``topology_driver`` and ``streamtest_requires`` too."""
+    first use; with ``--streamtest-connect``, a Spark Connect session of a local server
+    in this process's JVM (the process is then in Connect mode). A project's own
+    ``spark`` fixture (in a conftest) overrides this one, by pytest's rules, for
+    ``topology_driver`` and ``streamtest_requires`` too."""
     return _shared_session(pytestconfig)
 
 

@@ -45,6 +45,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/ci-gates.md",
     "how-to/compare-dataframes.md",
     "how-to/compare-tools.md",
+    "how-to/spark-connect.md",
     "reference/assertions.md",
 }
 MIN_BLOCKS = 15

@@ -25,7 +25,10 @@ everywhere in it, so a process runs Connect tests or classic ones.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -41,12 +44,16 @@ _SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
 _SESSION_KEY = "org.apache.spark.sql.connect.service.SessionKey"
 
 
-def server_settings(token: str) -> dict[str, str]:
-    """The settings that make a classic session's JVM a Connect server: the plugin, a
-    free port (the client is told which one: never Spark's fixed 15002, which two pytest
-    workers would share) and the token clients must give; added to the session's."""
+def server_settings(token: str, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``conf`` with the settings that make a classic session's JVM a Connect server:
+    the plugin (after any in ``conf``), a free port (the client is told which one: never
+    Spark's fixed 15002, which two pytest workers would share) and the token clients
+    must give."""
+    settings = dict(conf or {})
+    plugins = [p for p in settings.get("spark.plugins", "").split(",") if p.strip()]
     return {
-        "spark.plugins": _PLUGIN,
+        **settings,
+        "spark.plugins": ",".join([*plugins, _PLUGIN] if _PLUGIN not in plugins else plugins),
         "spark.connect.grpc.binding.port": "0",
         "spark.connect.authenticate.token": token,
         # A test session may sit idle between tests longer than Connect's hour.
@@ -56,6 +63,20 @@ def server_settings(token: str) -> dict[str, str]:
 
 def new_token() -> str:
     return str(uuid.uuid4())
+
+
+def require_server_jar() -> None:
+    """Raise :class:`SparkConnectNotSupportedError` before a JVM starts where this
+    PySpark's wheel has no Connect server jar (3.5): a context asked to load the server's
+    plugin would fail to start with a class-not-found error."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    if jars.is_dir() and not any(jars.glob("spark-connect_*.jar")):
+        raise SparkConnectNotSupportedError(
+            f"PySpark {pyspark.__version__} ships no Spark Connect server (its Connect "
+            "needs a jar downloaded with --packages, which these tests cannot fetch); use "
+            "PySpark 4.0+ for Connect tests, or run without --streamtest-connect")
 
 
 def require_connect_server(jvm: Jvm) -> None:
@@ -74,6 +95,20 @@ def server_port(jvm: Jvm) -> int:
     return int(jvm.scala_object(_SERVICE).localPort())
 
 
+_made: list[Any] = []
+
+
+def made_session() -> Any | None:
+    """The Connect session :func:`connect_client` made in this process, while it runs."""
+    if _made and not _is_stopped(_made[-1]):
+        return _made[-1]
+    return None
+
+
+def _is_stopped(client: Any) -> bool:
+    return bool(getattr(client, "is_stopped", False))
+
+
 def connect_client(port: int, token: str) -> Any:
     """A Connect session of the local server on ``port``, as PySpark's own
     ``remote("local[...]")`` makes one: this process goes into Connect mode (PySpark's
@@ -84,7 +119,9 @@ def connect_client(port: int, token: str) -> Any:
     os.environ["SPARK_LOCAL_REMOTE"] = "1"
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").getOrCreate()
+    client = ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").getOrCreate()
+    _made.append(client)
+    return client
 
 
 def session_holder(jvm: Jvm, client: Any) -> JavaObject:
@@ -152,3 +189,110 @@ def to_classic(jvm: Jvm, holder: JavaObject, frame: Any) -> DataFrame:
         else:
             sessions.clearActiveSession()
     return wrap_dataframe(jvm, dataset)
+
+
+def is_connect_session(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect session (PySpark's client classes)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def connect_client_has(feature: str) -> bool:
+    """Whether this PySpark's Connect client offers ``feature`` (a ``Feature`` value):
+    4.0's ``GroupedData`` has no ``transformWithState(InPandas)``."""
+    methods = {"transform_with_state_in_pandas": "transformWithStateInPandas",
+               "transform_with_state": "transformWithState"}
+    if feature not in methods:
+        return True
+    from pyspark.sql.connect.group import GroupedData
+
+    return hasattr(GroupedData, methods[feature])
+
+
+def process_jvm() -> Jvm:
+    """The JVM of this process's own SparkContext (the one a local Connect server runs in)."""
+    from pyspark import SparkContext
+
+    first = SparkSession._instantiatedSession  # the classic one: in Connect mode,
+    # getActiveSession() answers with the Connect session
+    if SparkContext._active_spark_context is None or first is None:
+        raise SparkConnectNotSupportedError(
+            "this Spark Connect session is not served by a JVM of this process (a remote "
+            "sc://host server?); the driver needs the local server it can reach: use the "
+            "plugin's Connect mode (--streamtest-connect), or "
+            "SparkSession.builder.remote('local[2]')")
+    return Jvm(first)
+
+
+def _check_served_here(jvm: Jvm, client: Any) -> None:
+    """Refuse, before any request, a Connect session whose server is not the one in this
+    process's JVM (a remote ``sc://host``: its requests would wait for a server the
+    driver cannot reach into)."""
+    require_connect_server(jvm)
+    endpoint = str(getattr(getattr(client.client, "_builder", None), "endpoint", ""))
+    host, _, port = endpoint.rpartition(":")
+    try:
+        here = server_port(jvm)
+    except Exception:  # the JVM's context runs no Connect server
+        here = None
+    if host.strip("[]") not in ("localhost", "127.0.0.1", "::1") or port != str(here):
+        raise SparkConnectNotSupportedError(
+            f"this Spark Connect session's server ({endpoint or 'unknown'}) is not the one "
+            "in this process's JVM"
+            + (f" (localhost:{here})" if here is not None else " (which runs none)")
+            + "; the driver runs its queries in that server's JVM, so it needs a session "
+            "of it: use the plugin's Connect mode (--streamtest-connect), or "
+            "SparkSession.builder.remote('local[2]')")
+
+
+class ConnectLink:
+    """The driver's side of one Connect session: the server's session it runs in, and
+    the conversions between the client's DataFrames and the JVM's.
+
+    Every Connect DataFrame it hands out is a cached relation of the session's holder,
+    kept until :meth:`close` (the client may send its own removal when its Python object
+    is collected; removing an id twice is harmless)."""
+
+    def __init__(self, client: Any) -> None:
+        base = process_jvm()
+        _check_served_here(base, client)
+        self.client = client
+        self.holder = session_holder(base, client)
+        self.server = server_session(base, self.holder)
+        """A classic session over the client's own server-side session."""
+        self.jvm = Jvm(self.server)
+        self._ids: list[str] = []
+        self._lock = threading.Lock()  # foreachBatch calls come on stream threads
+
+    def to_connect(self, frame: DataFrame) -> Any:
+        """``frame`` (of the server's session) as the client's DataFrame."""
+        relation_id, connect_frame = to_connect(self.holder, self.client, frame)
+        with self._lock:
+            self._ids.append(relation_id)
+        return connect_frame
+
+    def to_classic(self, frame: DataFrame) -> DataFrame:
+        """A Connect DataFrame of the client, planned by the server (a classic one is
+        returned as it is)."""
+        if not is_connect_session(frame.sparkSession):
+            return frame
+        return to_classic(self.jvm, self.holder, frame)
+
+    def batch_function(
+        self, function: Callable[[DataFrame, int], object],
+    ) -> Callable[[DataFrame, int], object]:
+        """``function`` called with each batch as a Connect DataFrame, as Connect's own
+        ``foreachBatch`` calls it: a relation cached for the call and removed after."""
+
+        def call(frame: DataFrame, batch_id: int) -> object:
+            relation_id, connect_frame = to_connect(self.holder, self.client, frame)
+            try:
+                return function(connect_frame, batch_id)
+            finally:
+                forget(self.holder, [relation_id])
+
+        return call
+
+    def close(self) -> None:
+        with self._lock:
+            ids, self._ids = self._ids, []
+        forget(self.holder, ids)

@@ -28,7 +28,7 @@ def jvm_is_gone(spark: SparkSession, error: BaseException | None = None) -> bool
         isinstance(error, Py4JJavaError) or not isinstance(error, (Py4JError, OSError))
     ):
         return False
-    gateway = spark.sparkContext._gateway
+    gateway = _gateway(spark)
     if gateway is None:  # PySpark drops it when the context stops
         return True
     process: Any = getattr(gateway, "proc", None)
@@ -45,6 +45,16 @@ def jvm_is_gone(spark: SparkSession, error: BaseException | None = None) -> bool
     except (Py4JError, OSError):
         return True
     return False
+
+
+def _gateway(spark: SparkSession) -> Any:
+    """The Py4J gateway of ``spark``'s JVM: for a Connect session of a local server, its
+    process's (a remote server's JVM is none of ours: None)."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark import SparkContext
+
+        return SparkContext._gateway
+    return spark.sparkContext._gateway
 
 
 def ensure_alive(spark: SparkSession) -> None:

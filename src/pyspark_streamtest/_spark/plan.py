@@ -149,7 +149,11 @@ _UNITS_US = {
 }
 _COLUMN = r"'?`?([A-Za-z_][\w]*)`?(?:#\d+)?(?:-T\d+ms)?"
 # PySpark 4.x prints window('ts, 10 seconds, 5 seconds, 0 second); 3.5 prints microseconds.
-_WINDOW = re.compile(r"\bwindow\(" + _COLUMN + r", ([^,()]+), ([^,()]+), ([^,()]+)\)")
+# A plan from Spark Connect's planner holds the call as the client sent it, unresolved:
+# 'window('ts, 10 seconds) with only the durations given (the slide is then the size,
+# the start 0).
+_WINDOW = re.compile(
+    r"\bwindow\(" + _COLUMN + r", ([^,()]+)(?:, ([^,()]+))?(?:, ([^,()]+))?\)")
 _SESSION = re.compile(r"\bsession_?window\(" + _COLUMN + r", ([^,()]+)\)")
 
 
@@ -189,7 +193,9 @@ def late_rule(df: DataFrame, facts: PlanFacts) -> LateRule | str:
     text = str(df._jdf.queryExecution().logical().toString())
     window = _WINDOW.search(text)
     if window and window.group(1) == column:
-        size, slide, start = (_duration_us(window.group(i)) for i in (2, 3, 4))
+        size_text = window.group(2)
+        size, slide, start = (_duration_us(text) for text in (
+            size_text, window.group(3) or size_text, window.group(4) or "0"))
         if size is None or slide is None or start is None:
             return f"cannot read the window's durations from {window.group(0)!r}"
         return LateRule("window", column, size, slide, start)

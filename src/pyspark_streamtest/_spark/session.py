@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
 from . import session_defaults, warm_jvm, warm_workers
+from .jvm import Jvm
 from .python_logs import quiet_query_context_logs
 from .versions import check_pyspark_version
 
@@ -56,21 +57,68 @@ def build_test_session(
     conf: Mapping[str, str] | None = None,
     jvm_logs: bool | None = None,
     jvm_options: str | None = None,
+    connect: bool | None = None,
 ) -> SparkSession:
     """Get or create the test-tuned session (see :func:`pyspark_streamtest.test_spark_session`).
 
     Arguments left out (``None``) take the defaults in force (:mod:`.session_defaults`:
-    ``local[2]``, or the pytest plugin's options); ``conf`` adds to the default settings."""
+    ``local[2]``, or the pytest plugin's options); ``conf`` adds to the default settings.
+    With ``connect``, a Spark Connect session of a local server in this process's JVM
+    (see :func:`_connect_session`)."""
     check_pyspark_version()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     defaults, created = session_defaults.current()
     jvm_logs = defaults.jvm_logs if jvm_logs is None else jvm_logs
     quiet_query_context_logs(not jvm_logs)  # PySpark's own error logs follow the JVM's
+    if defaults.connect if connect is None else connect:
+        return _connect_session(master, conf, jvm_logs, jvm_options, created)
     active = SparkSession.getActiveSession()
     if active is not None:
         ensure_classic_session(active)
         return active
+    session, ours = _new_session(master, conf, jvm_logs, jvm_options,
+                                 warm=defaults.warm_jvm)
+    if ours and created is not None:
+        created(session)
+    return session
+
+
+def _connect_session(
+    master: str | None, conf: Mapping[str, str] | None, jvm_logs: bool,
+    jvm_options: str | None, created: Callable[[SparkSession], None] | None,
+) -> SparkSession:
+    """This process's Spark Connect test session, made on first use: the test-tuned
+    classic session's JVM serves Connect (:func:`.connect.server_settings`) and the
+    session is a client of it, as ``SparkSession.builder.remote("local[...]")`` makes
+    one, which puts the process in Connect mode. Never a warm JVM: Connect mode is the
+    whole process's and its server lives as long as the context (a run makes one)."""
+    from . import connect
+
+    made = connect.made_session()
+    if made is not None:
+        return made  # type: ignore[no-any-return]
+    if SparkContext._active_spark_context is not None:
+        raise SparkConnectNotSupportedError(
+            "Spark Connect mode starts this process's Spark itself, but a classic session "
+            "already runs here; run the Connect tests in a process of their own "
+            "(pytest --streamtest-connect), before any classic session is made")
+    connect.require_server_jar()
+    token = connect.new_token()
+    settings = connect.server_settings(token, dict(conf or {}))
+    classic, _ = _new_session(master, settings, jvm_logs, jvm_options, warm=False)
+    client = connect.connect_client(connect.server_port(Jvm(classic)), token)
+    if created is not None:
+        created(client)
+    return client  # type: ignore[no-any-return]
+
+
+def _new_session(
+    master: str | None, conf: Mapping[str, str] | None, jvm_logs: bool,
+    jvm_options: str | None, *, warm: bool,
+) -> tuple[SparkSession, bool]:
+    """A new test-tuned classic session, and whether this call made its context."""
+    defaults, _ = session_defaults.current()
     master = defaults.master if master is None else master
     jvm_options = defaults.jvm_options if jvm_options is None else jvm_options
     launch_python_path = os.environ.get("PYTHONPATH")
@@ -98,19 +146,23 @@ def build_test_session(
     chosen_python = os.environ["PYSPARK_PYTHON"]
     # Not with the JVM's logs asked for: a warm JVM writes them to its keeper's log, not
     # to this run's terminal.
-    if (ours and defaults.warm_jvm and not jvm_logs and master.startswith("local")
+    if (ours and warm and not jvm_logs and master.startswith("local")
             and SparkContext._gateway is None and warm_jvm.available()):
         _attach_warm_jvm(master, settings, launch_python_path)
     for key, value in settings.items():
         builder = builder.config(key, value)
     os.environ["PYSPARK_PYTHON"] = workers_python
+    # In Connect mode PySpark's builder makes Connect sessions only: the classic session
+    # a local Connect server runs in is made outside it (as PySpark's own remote("local")
+    # makes it), so neither the JVM nor its Python workers inherit the mode.
+    connect_mode = os.environ.pop(session_defaults.CONNECT_MODE, None)
     try:
         session = builder.getOrCreate()
     finally:
         os.environ["PYSPARK_PYTHON"] = chosen_python
-    if ours and created is not None:
-        created(session)
-    return session
+        if connect_mode is not None:
+            os.environ[session_defaults.CONNECT_MODE] = connect_mode
+    return session, ours
 
 
 def _attach_warm_jvm(master: str, settings: dict[str, str],

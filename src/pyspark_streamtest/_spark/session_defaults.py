@@ -20,6 +20,32 @@ from ..errors import hide_our_frames
 __tracebackhide__ = hide_our_frames
 
 
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
+"""PySpark's switch of a process into Spark Connect mode (``pyspark.sql.utils.is_remote``)."""
+LOCAL_REMOTE = "SPARK_LOCAL_REMOTE"
+"""PySpark's mark of a process whose Connect server is local (its JVM is this process's)."""
+
+
+def enter_connect_mode() -> Callable[[], None]:
+    """Put this process in Spark Connect mode now, as ``SparkSession.builder.remote(...)``
+    does, so that code imported from now on (a test module's ``F.udf`` at its top) makes
+    Connect objects, as it does where a job runs on Connect; returns the undo."""
+    import os
+
+    before = {name: os.environ.get(name) for name in (CONNECT_MODE, LOCAL_REMOTE)}
+    os.environ[CONNECT_MODE] = "1"
+    os.environ[LOCAL_REMOTE] = "1"
+
+    def undo() -> None:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    return undo
+
+
 @dataclass(frozen=True)
 class SessionDefaults:
     """What a created session gets for each argument its caller left out."""
@@ -30,6 +56,8 @@ class SessionDefaults:
     jvm_options: str = ""
     warm_jvm: bool = False
     """Whether a local session attaches to a warm JVM (see :mod:`.warm_jvm`)."""
+    connect: bool = False
+    """Whether the session is a Spark Connect one (see :mod:`.connect`)."""
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,10 @@ class Declarer(Protocol):
 
     def _leave_out_input(self, name: str, why: str) -> None: ...
 
+    def _classic(self, df: DataFrame) -> DataFrame: ...
+
+    def _processing_time_ms(self, interval: str) -> int: ...
+
 
 @dataclass(frozen=True)
 class AppSettings:

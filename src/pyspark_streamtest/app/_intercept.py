@@ -56,7 +56,7 @@ def _leave_out(run: AppRun, wanted: tuple[str, ...]) -> None:
             f"no query of that name; its queries are "
             f"{', '.join(map(repr, run.outputs)) or 'none'}")
     def leaves(df: DataFrame) -> set[int]:
-        return set(plan_facts(df).streaming_leaf_expr_ids)
+        return set(plan_facts(run.declarer._classic(df)).streaming_leaf_expr_ids)
 
     read = set().union(*map(leaves, run.selected))
     readers = [(name, leaves(df)) for name, df in run.left_out]

@@ -9,8 +9,6 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame
 
-from .._spark.jvm import Jvm
-from .._spark.query import processing_time_ms
 from ..errors import UnsupportedAppCallError, hide_our_frames
 from ._context import AppRun, Mode, last_segment
 from ._foreach import ForeachWriterBatches
@@ -79,7 +77,7 @@ class AppStreamWriter:
             )
         if processingTime is not None:
             try:
-                interval = processing_time_ms(Jvm(self._df.sparkSession), processingTime)
+                interval = self._run.declarer._processing_time_ms(processingTime)
             except ValueError as error:
                 raise UnsupportedAppCallError(
                     f"trigger(processingTime={processingTime!r}): {error}"

@@ -23,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .._spark.connect import connect_client_has, is_connect_session, process_jvm
 from .._spark.jvm import Jvm
 from .._spark.session import ensure_classic_session
 from .._spark.versions import Capabilities, capabilities
@@ -61,6 +62,11 @@ _ADDED_IN = {
     Feature.TRANSFORM_WITH_STATE_IN_PANDAS: "4.0",
     Feature.TRANSFORM_WITH_STATE: "4.1",
 }
+_ADDED_OVER_CONNECT = {
+    # PySpark 4.0's Connect client has neither method on its GroupedData.
+    Feature.TRANSFORM_WITH_STATE_IN_PANDAS: "4.1",
+    Feature.TRANSFORM_WITH_STATE: "4.1",
+}
 _DESCRIPTION = {
     Feature.STATE_STORE_READS: "reading state stores (Spark's state data source)",
     Feature.TRANSFORM_WITH_STATE_IN_PANDAS: "transformWithStateInPandas",
@@ -82,18 +88,26 @@ class UnsupportedFeatureError(UnsupportedSparkVersionError):
     Attributes: ``feature`` (a :class:`Feature`) and ``spark_version``.
     """
 
-    def __init__(self, feature: Feature, spark_version: str) -> None:
+    def __init__(self, feature: Feature, spark_version: str,
+                 over_connect: bool = False) -> None:
         self.feature = feature
         self.spark_version = spark_version
+        self.over_connect = over_connect
+        """The session is a Spark Connect one, whose client may add a feature later."""
+        self.added_in = (_ADDED_OVER_CONNECT.get(feature, feature.added_in) if over_connect
+                         else feature.added_in)
+        """The first PySpark line that has the feature (over Connect, if so)."""
         super().__init__(
-            f"{feature.description} needs PySpark {feature.added_in} or later; this session "
+            f"{feature.description}{' over Spark Connect' if over_connect else ''} needs "
+            f"PySpark {self.added_in} or later; this session "
             f"runs Spark {spark_version}. Upgrade pyspark, or skip the test on older versions "
             f"with @pytest.mark.streamtest_requires(Feature.{feature.name})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Made from its fields, not its message: pickled, it is rebuilt from them.
-        return (type(self), (self.feature, self.spark_version), self.__dict__)
+        return (type(self), (self.feature, self.spark_version, self.over_connect),
+                self.__dict__)
 
 
 # Shown by the package face's name wherever it is raised, as every public exception is
@@ -102,7 +116,11 @@ UnsupportedFeatureError.__module__ = "pyspark_streamtest"
 
 
 def supported_features(spark: SparkSession) -> frozenset[Feature]:
-    """The optional features the session ``spark`` offers (detected once per JVM)."""
+    """The optional features the session ``spark`` offers (detected once per JVM; for a
+    Spark Connect session, those its client has too)."""
+    if is_connect_session(spark):
+        found = capabilities(process_jvm())
+        return frozenset(f for f in Feature if _has(found, f) and connect_client_has(f.value))
     ensure_classic_session(spark)
     found = capabilities(Jvm(spark))
     return frozenset(f for f in Feature if _has(found, f))
@@ -116,7 +134,7 @@ def require_feature(spark: SparkSession, feature: Feature | str) -> None:
     """
     wanted = as_feature(feature)
     if wanted not in supported_features(spark):
-        raise UnsupportedFeatureError(wanted, str(spark.version))
+        raise UnsupportedFeatureError(wanted, str(spark.version), is_connect_session(spark))
 
 
 def as_feature(feature: Feature | str) -> Feature:

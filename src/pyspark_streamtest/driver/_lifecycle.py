@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .._spark.callbacks import reset_thread_connection
+from .._spark.connect import ConnectLink
 from .._spark.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
@@ -44,6 +45,7 @@ class Lifecycle:
     """Starting and stopping the queries, and closing the driver for good."""
 
     _spark: SparkSession
+    _link: ConnectLink | None
     _queries: Queries
     _history: History
     _time: TimeControl
@@ -287,7 +289,11 @@ class Lifecycle:
     def _shutdown(self) -> None:
         self._closed = True
         _open_drivers.unregister(self)
-        self._release_run()
+        try:
+            self._release_run()
+        finally:
+            if self._link is not None:  # the Connect relations it handed out
+                self._link.close()
 
     def _release_run(self) -> None:
         """Release the current run now (queries, checkpoints, Python clock), instead of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from .._spark.late_rows import watermark_inputs
 from .._spark.plan import LateRule
@@ -53,8 +53,11 @@ __all__ = ["StateAccess"]
 class StateAccess:
     """State reads for one driver's queries (Spark's state data source, PySpark 4.0+)."""
 
-    def __init__(self, spark: SparkSession, queries: Queries, history: History) -> None:
+    def __init__(self, spark: SparkSession, queries: Queries, history: History,
+                 to_user: Callable[[DataFrame], DataFrame] | None = None) -> None:
         self._spark = spark
+        self._to_user = to_user
+        """Makes a state view's DataFrame the user's (a Connect one over Connect)."""
         self._queries = queries
         self._history = history
         self._checked: dict[str, int] = {}  # per output: batches already summed
@@ -131,6 +134,7 @@ class StateAccess:
             store_name=store_name, state_var=state_var, join_side=join_side,
             batch_id=last.batch_id if batch_id is None else batch_id, shape=shape,
             timers=timers, ttl=variable is not None and variable.ttl_enabled,
+            to_user=self._to_user,
         )
 
     def describe(self) -> TopologyDescription:

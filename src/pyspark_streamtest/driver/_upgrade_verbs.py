@@ -12,6 +12,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .._spark.conf import scoped_sql_conf
+from .._spark.connect import ConnectLink
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
@@ -29,6 +30,8 @@ class UpgradeVerbs:
     """save_checkpoint and the upgrade in place behind ``restart(topology=...)``."""
 
     _spark: SparkSession
+    _users_spark: SparkSession
+    _link: ConnectLink | None
     _run: Any
     _queries: Queries
     _broker: Broker
@@ -98,7 +101,7 @@ class UpgradeVerbs:
         (the queries stay stopped: start() runs the old version again)."""
         run = self._run
         with scoped_sql_conf(self._spark, run.sql_conf):
-            inputs, built = build_topology(topology, self._spark, run.jvm)
+            inputs, built = build_topology(topology, self._users_spark, run.jvm, self._link)
         old = self._queries
         queries = Queries(
             run.jvm, built, checkpoint_root=run.checkpoint_root, interval_ms=run.interval_ms,

@@ -14,6 +14,7 @@ from types import TracebackType
 from pyspark.sql import DataFrame, SparkSession
 
 from .._spark.conf import scoped_sql_conf
+from .._spark.connect import ConnectLink, is_connect_session
 from .._spark.jvm import Jvm
 from .._spark.liveness import ensure_alive
 from .._spark.python_logs import quiet_query_context_logs
@@ -172,15 +173,20 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         self._closed_because = None
         self._app_settings = None
         self._readers: dict[str, tuple[DeserializerSpec, DeserializerSpec]] = {}
-        session = spark if spark is not None else build_test_session()
+        users = spark if spark is not None else build_test_session()
+        self._link = ConnectLink(users) if is_connect_session(users) else None
+        session = users if self._link is None else self._link.server
         ensure_classic_session(session)
         ensure_alive(session)  # a dead JVM is SparkDiedError, not a connection error
         quiet_query_context_logs()  # the driver reports a failed batch's error itself
         self._spark = session
+        """The classic session the queries run in (over Connect: the server's session of
+        the client, ``self._users_spark``)."""
+        self._users_spark = users
         jvm = Jvm(session)
         capabilities(jvm)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
-            self._inputs, built = build_topology(topology, session, jvm)
+            self._inputs, built = build_topology(topology, users, jvm, self._link)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms, saved)
@@ -218,7 +224,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
     def _after_new_queries(self) -> None:
         """State access and topic handles for the current queries (handles check that
         they belong to the current run)."""
-        self._state = StateAccess(self._spark, self._queries, self._history)
+        self._state = StateAccess(self._spark, self._queries, self._history,
+                                  None if self._link is None else self._link.to_connect)
         generation = self._generation
 
         def check() -> None:
@@ -444,7 +451,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
 
     def _frame(self, topic: str, kafka: bool, records: Sequence[TestRecord]) -> DataFrame:
         schema = None if kafka else self._outputs[topic].dataframe.schema
-        return records_frame(self._spark, schema, records)
+        return records_frame(self._users_spark, schema, records)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"at {self.current_time.isoformat()}"

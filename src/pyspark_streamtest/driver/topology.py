@@ -32,11 +32,13 @@ from pyspark.sql.types import (
     _parse_datatype_string,
 )
 
+from .._spark.connect import ConnectLink
 from .._spark.jvm import Jvm
 from .._spark.late_rows import LateOperator, late_operators
 from .._spark.memory_stream import JsonMemoryStream
 from .._spark.plan import LateRule, PlanFacts, column_expr_id, late_rule, plan_facts
 from .._spark.plan import rows_removed_before_stateful as rows_removed
+from .._spark.query import processing_time_ms
 from ..core._values import StructEncoder
 from ..errors import (
     TopologyError,
@@ -125,9 +127,12 @@ class Topology:
     and calls the topology function with it.
     """
 
-    def __init__(self, spark: SparkSession, _jvm: Jvm) -> None:
+    def __init__(self, spark: SparkSession, _jvm: Jvm, _link: ConnectLink | None = None) -> None:
         self._spark = spark
         self._jvm = _jvm
+        self._link = _link
+        """With a Spark Connect session: its link to the server's session (inputs are
+        handed out as Connect DataFrames, outputs planned by the server)."""
         self._inputs: dict[str, _InputSpec] = {}
         self._streams: dict[str, JsonMemoryStream] = {}
         self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
@@ -252,6 +257,8 @@ class Topology:
         self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka,
                                         kafka.partitions if kafka else partitions, key)
         self._streams[name] = stream
+        if self._link is not None:
+            return self._link.to_connect(stream.dataframe)  # type: ignore[no-any-return]
         return stream.dataframe
 
     def output(self, name: str, df: DataFrame, *, output_mode: OutputMode = "append") -> None:
@@ -286,6 +293,8 @@ class Topology:
                 f"output {name!r}: the foreachBatch function must be callable "
                 f"(batch_df, batch_id), got {type(function).__name__}"
             )
+        if self._link is not None:  # called with a Connect DataFrame, as over Connect
+            function = self._link.batch_function(function)
         self._outputs[name] = (_OutputSpec(name, output_mode, foreach_batch=function), df)
 
     def kafka_output(
@@ -349,9 +358,19 @@ class Topology:
         handle to pipe into it raises ``why``."""
         self._inputs[name] = replace(self._inputs[name], left_out=why)
 
+    def _classic(self, df: DataFrame) -> DataFrame:
+        """``df`` as the JVM runs it (a Connect DataFrame planned by the server)."""
+        return df if self._link is None else self._link.to_classic(df)
+
+    def _processing_time_ms(self, interval: str) -> int:
+        """``trigger(processingTime=interval)``'s interval, as Spark parses it; a
+        ValueError with Spark's message for one it refuses."""
+        return processing_time_ms(self._jvm, interval)
+
     # --- used by the driver -----------------------------------------------------------------
     def _built_output(self, name: str) -> _BuiltOutput:
         spec, df = self._outputs[name]
+        df = self._classic(df)
         facts = plan_facts(df)
         if not facts.is_streaming:
             raise TopologyError(
@@ -444,10 +463,11 @@ def _as_struct(schema: object, name: str) -> StructType:
 
 
 def build_topology(
-    function: TopologyFunction, spark: SparkSession, jvm: Jvm
+    function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
 ) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
-    """Run the topology function and give every output query its own sources."""
-    first = _call(function, spark, jvm)
+    """Run the topology function and give every output query its own sources
+    (``spark`` is the session the user's code sees: with ``link``, a Connect one)."""
+    first = _call(function, spark, jvm, link)
     if not first._outputs:
         raise TopologyError(
             "the topology function declared no output; call t.output(name, df) at least once"
@@ -459,7 +479,7 @@ def build_topology(
         output = first._built_output(name)
         reads = {input_name for input_name, _ in output.streams}
         if reads & claimed:  # another query already consumes one of these sources
-            again = _call(function, spark, jvm)
+            again = _call(function, spark, jvm, link)
             if _signature(again) != signature:
                 raise TopologyError(
                     "the topology function declared different inputs or outputs when called "
@@ -468,17 +488,18 @@ def build_topology(
                 )
             output = again._built_output(name)
         claimed |= reads
-        built.append(replace(output, rebuild=partial(_rebuilt, function, spark, jvm, name)))
+        built.append(replace(output, rebuild=partial(_rebuilt, function, spark, jvm, link, name)))
     return first._inputs, built
 
 
 def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-             name: str) -> _BuiltOutput:
-    return _call(function, spark, jvm)._built_output(name)
+             link: ConnectLink | None, name: str) -> _BuiltOutput:
+    return _call(function, spark, jvm, link)._built_output(name)
 
 
-def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm) -> Topology:
-    topology = Topology(spark, jvm)
+def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
+          link: ConnectLink | None) -> Topology:
+    topology = Topology(spark, jvm, link)
     function(topology)
     return topology
 

@@ -18,9 +18,9 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
 
+from .._spark import functions as F
 from .._spark.jvm import Jvm
 from .._spark.memory_stream import wrap_dataframe
 from .._spark.state import StoreMetadata, read_metadata, state_reader_options
@@ -354,10 +354,12 @@ def read_view(
     shape: Shape,
     timers: bool = False,
     ttl: bool = False,
+    to_user: Callable[[DataFrame], DataFrame] | None = None,
 ) -> StateStoreView:
     """A view of one store. With ``ttl`` (a state variable Spark recorded with a TTL)
     each entry's value is taken out of Spark's ``{value, ttlExpirationMs}`` struct, and
-    its expiration becomes the entry's ``ttl_expiration``."""
+    its expiration becomes the entry's ``ttl_expiration``. ``to_user`` turns the view's
+    DataFrame (of ``spark``) into the one the user gets (a Connect one over Connect)."""
     options = state_reader_options(batch_id, operator_id, store_name, join_side, state_var)
     if timers:
         options["readRegisteredTimers"] = "true"
@@ -441,7 +443,7 @@ def read_view(
         state_var=state_var,
         batch_id=batch_id,
         key_names=tuple(kept_key) if shape in ("window", "session") else key_names,
-        frame=dataframe,
+        frame=dataframe if to_user is None else (lambda: to_user(dataframe())),
     )
 
 
