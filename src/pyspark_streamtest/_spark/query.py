@@ -9,6 +9,7 @@ import time
 from typing import Any, NamedTuple
 from weakref import WeakKeyDictionary
 
+from py4j.java_gateway import get_method
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import DataFrame
 
@@ -160,13 +161,23 @@ def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
 
     Stopping a query cancels its jobs (the job group of its run id), but Spark kills
     their running tasks asynchronously, and a task may still write state files into the
-    checkpoint, which is deleted only after this. Two facts make the wait exact:
+    checkpoint, which is deleted only after this. A cancelled job reads as ended at once
+    (the DAG scheduler posts its end when it sends the kills), while its killed tasks
+    run on: a state store task killed mid-batch aborts its store in a task completion
+    listener, and ``HDFSBackedStateStore.abort`` first *creates* the version's delta
+    temporary file (its output stream is a lazy val) with Hadoop's ``.crc`` beside it,
+    then deletes both. Run against the checkpoint's deletion, that left a lone
+    ``..1.delta.<uuid>.TID<n>.tmp.crc`` behind (the data file gone, Hadoop's delete
+    returns before the checksum file). Two facts make the wait exact:
 
     * once the status tracker, fed by the listener bus, shows none of the run's jobs
       running, the cancellation has been processed and no further task of the run is
       launched (the listener bus is drained first, so every job started is known);
     * ``TaskSchedulerImpl.taskIdToTaskSetManager`` holds each launched task from its
-      launch until its final status, so no entry of the run's job group means no task.
+      launch until the scheduler has handled its final status, which the executor sends
+      only after ``Task.run`` has returned, completion listeners included
+      (``Executor.TaskRunner.run``), so no entry of the run's job group means no task
+      of the run can write any more.
     """
     context = jquery.sparkSession().sparkContext()
     with contextlib.suppress(Exception):  # a TimeoutException: the waits below are bounded
@@ -174,7 +185,10 @@ def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
     tracker = context.statusTracker()
     # Only the run's newest jobs can still be running; its older ones ended long before.
     jobs = sorted(tracker.getJobIdsForGroup(run_id))[-_RECENT_JOBS:]
-    tasks = context.taskScheduler().taskIdToTaskSetManager()
+    # The map's Java values(): Py4J's mapping view of a java.util.Map looks each key up
+    # again with get(), and a task id comes back from Java as a Python int that goes
+    # back as an Integer, which no Long key of this map equals: every task read as None.
+    task_set_managers = get_method(context.taskScheduler().taskIdToTaskSetManager(), "values")
     waited = threading.Event()
 
     def running() -> bool:
@@ -182,11 +196,9 @@ def _await_tasks_of(jquery: JavaObject, run_id: str, deadline: float) -> None:
             info = tracker.getJobInfo(job)
             if info.isDefined() and str(info.get().status()) == "RUNNING":
                 return True
-        return any(  # (Py4J maps a java.util.Map to a Python mapping; a task that
-            # ended while we iterate reads as None)
-            manager is not None
-            and str(manager.taskSet().properties().getProperty(_JOB_GROUP)) == run_id
-            for manager in list(tasks.values())
+        return any(  # one manager per running task; toArray() is a snapshot
+            str(manager.taskSet().properties().getProperty(_JOB_GROUP)) == run_id
+            for manager in task_set_managers().toArray()
         )
 
     while running() and time.monotonic() < deadline:
