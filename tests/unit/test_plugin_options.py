@@ -38,6 +38,7 @@ streamtest_update_golden = true
 streamtest_oracle = true
 streamtest_oracle_min_tests = 0
 streamtest_warm_jvm = off
+streamtest_connect = true
 """
 
 PYPROJECT = """
@@ -52,6 +53,7 @@ streamtest_update_golden = true
 streamtest_oracle = true
 streamtest_oracle_min_tests = 0
 streamtest_warm_jvm = "on"
+streamtest_connect = true
 """
 
 DEFAULTS = {
@@ -65,6 +67,7 @@ DEFAULTS = {
     "streamtest_oracle": False,
     "streamtest_oracle_min_tests": 0,
     "streamtest_warm_jvm": "auto",
+    "streamtest_connect": False,
 }
 
 
@@ -74,6 +77,7 @@ def _clean_environment(monkeypatch):
     its run, in this process: monkeypatch puts back what was there."""
     monkeypatch.delenv("STREAMTEST_MASTER", raising=False)
     monkeypatch.delenv("STREAMTEST_WARM_JVM", raising=False)
+    monkeypatch.delenv("STREAMTEST_CONNECT", raising=False)
     monkeypatch.setenv("STREAMTEST_ORACLE", "0")
 
 
@@ -89,7 +93,7 @@ def test_every_option_has_the_prefix_and_an_ini_option():
         "--streamtest-master", "--streamtest-conf", "--streamtest-jvm-logs",
         "--streamtest-cpu-load", "--streamtest-timeline-dir", "--streamtest-durations",
         "--streamtest-update-golden", "--streamtest-oracle", "--streamtest-oracle-min-tests",
-        "--streamtest-warm-jvm",
+        "--streamtest-warm-jvm", "--streamtest-connect",
     }
     assert set(NAMES) == set(DEFAULTS)
 
@@ -125,6 +129,7 @@ def test_every_option_is_read_from_pytest_ini(pytester):
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "off",
+        "streamtest_connect": True,
     }
 
 
@@ -141,6 +146,7 @@ def test_every_option_is_read_from_pyproject_toml(pytester):
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "on",
+        "streamtest_connect": True,
     }
 
 
@@ -150,7 +156,7 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         pytester, "--streamtest-master=local[3]", "--streamtest-conf", "spark.b=from cli",
         "--streamtest-jvm-logs", "--streamtest-cpu-load=4", "--streamtest-timeline-dir=out",
         "--streamtest-durations=1", "--streamtest-update-golden", "--streamtest-oracle",
-        "--streamtest-oracle-min-tests=0", "--streamtest-warm-jvm=on",
+        "--streamtest-oracle-min-tests=0", "--streamtest-warm-jvm=on", "--streamtest-connect",
     )
     assert values == {
         "streamtest_master": "local[3]",
@@ -164,6 +170,7 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         "streamtest_oracle": True,
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "on",
+        "streamtest_connect": True,
     }
 
 

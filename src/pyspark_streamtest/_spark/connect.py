@@ -156,10 +156,34 @@ def server_session(jvm: Jvm, holder: JavaObject) -> SparkSession:
 def to_connect(holder: JavaObject, client: Any, frame: DataFrame) -> tuple[str, Any]:
     """``frame`` (a classic DataFrame of the holder's session) as a Connect DataFrame of
     ``client``: a cached relation the server plans as ``frame``'s own plan. Returns its
-    id (for :func:`forget`) and the Connect DataFrame."""
+    id (for :func:`forget`, which the caller must call: the relation is never removed
+    by the garbage collector, see :func:`_relation_class`) and the Connect DataFrame."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
     relation_id = str(uuid.uuid4())
     holder.cacheDataFrameById(relation_id, frame._jdf)
-    return relation_id, client._create_remote_dataframe(relation_id)
+    return relation_id, ConnectDataFrame(_relation_class()(relation_id, client), client)
+
+
+_RELATION: list[type] = []
+
+
+def _relation_class() -> type:
+    """PySpark's ``CachedRemoteRelation`` (what ``_create_remote_dataframe`` makes), but
+    removed by the driver (:func:`forget`, through Py4J) and never by its ``__del__``.
+    PySpark's ``__del__`` sends a blocking gRPC request from whatever thread the garbage
+    collector happens to run on; seen here: one such request, started while a thread
+    began, waited forever for a lock held while the main thread's own request (a schema
+    parse) waited for its answer, and the test run hung."""
+    if not _RELATION:
+        from pyspark.sql.connect.plan import CachedRemoteRelation
+
+        class DriverRelation(CachedRemoteRelation):
+            def __del__(self) -> None:
+                return None
+
+        _RELATION.append(DriverRelation)
+    return _RELATION[0]
 
 
 def forget(holder: JavaObject, relation_ids: list[str]) -> None:

@@ -12,6 +12,10 @@ from typing import TypeVar, cast
 
 from pyspark.sql import functions as _F
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _T = TypeVar("_T")
 
 

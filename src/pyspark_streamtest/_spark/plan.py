@@ -217,3 +217,26 @@ def late_rule(df: DataFrame, facts: PlanFacts) -> LateRule | str:
         # It filters late rows by the event-time column in the EventTime time mode only.
         return LateRule("event_time" if facts.time_modes == ("EventTime",) else "none", column)
     return LateRule("event_time", column)
+
+
+def late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts,
+                   piped_time_ids: set[int | None]) -> LateRule | str:
+    """The rule that tells each batch's late records from the piped records' timestamps,
+    or why they must be evaluated from the plan instead (``piped_time_ids``: the
+    expression ids of the inputs' ``timestamp_column`` attributes)."""
+    if not facts.has_event_time_watermark:
+        return "the query has no event-time watermark"
+    rule = late_rule(df, facts)
+    if output_mode == "complete" and isinstance(rule, LateRule):
+        # Complete mode keeps the whole result, and Spark counts late rows too (checked
+        # against Spark by the property tests): nothing is dropped.
+        return LateRule("none", rule.column)
+    if (isinstance(rule, LateRule) and rule.kind != "none"
+            and not piped_time_ids.issuperset(facts.watermark_ids)):
+        # withColumn("ts", ...) keeps the name but not the values piped: evaluated instead.
+        return "the event-time column is computed in the query, not an input's as piped"
+    if isinstance(rule, LateRule) and rule.kind != "none" and rows_removed_before_stateful(df):
+        # A record the filter removes never reaches the operator, late or not: each
+        # batch's late records are evaluated from the plan instead (exact, self-checked).
+        return "rows can be removed before the stateful operator (a filter, join, explode...)"
+    return rule

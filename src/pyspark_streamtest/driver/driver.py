@@ -133,7 +133,12 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         its own interval.
 
         ``spark`` defaults to :func:`~pyspark_streamtest.test_spark_session` (a local,
-        test-tuned session). ``checkpoint_root`` is where the temporary checkpoint
+        test-tuned session). It may be a Spark Connect session whose server runs in this
+        process's JVM (``pytest --streamtest-connect``'s, or
+        ``SparkSession.builder.remote("local[2]")``'s): the topology then gets Connect
+        DataFrames, and what the driver hands back is Connect's; a session of a remote
+        server raises :class:`~pyspark_streamtest.errors.SparkConnectNotSupportedError`.
+        ``checkpoint_root`` is where the temporary checkpoint
         directory is made (default: ``/dev/shm`` when writable, else the system temp
         directory). ``timeout`` bounds how long one trigger may take before the driver
         gives up with :class:`~pyspark_streamtest.errors.StepTimeoutError`.

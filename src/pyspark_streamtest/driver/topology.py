@@ -36,8 +36,7 @@ from .._spark.connect import ConnectLink
 from .._spark.jvm import Jvm
 from .._spark.late_rows import LateOperator, late_operators
 from .._spark.memory_stream import JsonMemoryStream
-from .._spark.plan import LateRule, PlanFacts, column_expr_id, late_rule, plan_facts
-from .._spark.plan import rows_removed_before_stateful as rows_removed
+from .._spark.plan import LateRule, column_expr_id, late_rule_for, plan_facts
 from .._spark.query import processing_time_ms
 from ..core._values import StructEncoder
 from ..errors import (
@@ -139,7 +138,8 @@ class Topology:
 
     @property
     def spark(self) -> SparkSession:
-        """The session the topology runs on (for static DataFrames, UDFs, conf)."""
+        """The session the topology runs on (for static DataFrames, UDFs, conf): the
+        driver's ``spark``, a Spark Connect session over Connect."""
         return self._spark
 
     def input(
@@ -396,7 +396,7 @@ class Topology:
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
-            _late_rule_for(spec.output_mode, df, facts, {
+            late_rule_for(spec.output_mode, df, facts, {
                 column_expr_id(self._streams[n].dataframe, column) for n in used
                 if (column := self._inputs[n].timestamp_column) is not None}),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
@@ -407,29 +407,6 @@ class Topology:
             # plan_facts walks right to left: its leaves are in reverse source order
             tuple(by_id[i] for i in reversed(facts.streaming_leaf_expr_ids)),
         )
-
-
-def _late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts,
-                   piped_time_ids: set[int | None]) -> LateRule | str:
-    """The rule that tells each batch's late records from the piped records' timestamps,
-    or why they must be evaluated from the plan instead (``piped_time_ids``: the
-    expression ids of the inputs' ``timestamp_column`` attributes)."""
-    if not facts.has_event_time_watermark:
-        return "the query has no event-time watermark"
-    rule = late_rule(df, facts)
-    if output_mode == "complete" and isinstance(rule, LateRule):
-        # Complete mode keeps the whole result, and Spark counts late rows too (checked
-        # against Spark by the property tests): nothing is dropped.
-        return LateRule("none", rule.column)
-    if (isinstance(rule, LateRule) and rule.kind != "none"
-            and not piped_time_ids.issuperset(facts.watermark_ids)):
-        # withColumn("ts", ...) keeps the name but not the values piped: evaluated instead.
-        return "the event-time column is computed in the query, not an input's as piped"
-    if isinstance(rule, LateRule) and rule.kind != "none" and rows_removed(df):
-        # A record the filter removes never reaches the operator, late or not: each
-        # batch's late records are evaluated from the plan instead (exact, self-checked).
-        return "rows can be removed before the stateful operator (a filter, join, explode...)"
-    return rule
 
 
 TopologyFunction = Callable[[Topology], None]
