@@ -6,6 +6,8 @@
                          [--suite-tests N] [--inner-runs N] [--master URL] [--json FILE]
     python -m benchmarks --only scale [--scale-records N] [--max-keys N] [--master URL]
                          [--json FILE]
+    python -m benchmarks --only connect [--steps N] [--json FILE]   (steps over Spark
+                         Connect beside classic mode: benchmarks/connect_steps.py)
     python -m benchmarks --profile stateless|windowed|join|grouped-state [--steps N]
     python -m benchmarks --compare BASE.json [--against NEW.json] [--chart FILE.svg]
     python -m benchmarks --chart FILE.svg [--json FILE]
@@ -293,9 +295,10 @@ def main() -> None:
     parser.add_argument("--property-examples", type=int, default=100,
                         help="examples of the property-test figure (the target is for 100)")
     parser.add_argument("--only", choices=("all", "steps", "app", "property", "memory", "state",
-                                           "inner", "scale"),
-                        default="all", help="only the floor and that part (scale is no "
-                        "part of all: see benchmarks/_scale.py)")
+                                           "inner", "scale", "connect"),
+                        default="all", help="only the floor and that part (scale and connect "
+                        "are no part of all: see benchmarks/_scale.py and "
+                        "benchmarks/connect_steps.py)")
     add_scale_arguments(parser)
     parser.add_argument("--warmup-seconds", type=float, default=60,
                         help="JIT warm-up before anything is measured (floor jobs, stateless "
@@ -362,6 +365,12 @@ def main() -> None:
         measure_property(spark, args, floor, rows)
     if args.only == "scale":
         measure_scale(spark, args, record, sys.modules[__name__])
+    if args.only == "connect":  # each mode in a process of its own (see connect_steps.py)
+        from benchmarks import connect_steps
+
+        connect_rows = connect_steps.measure(steps, max(3, steps // 2))
+        connect_steps.print_rows(connect_rows)
+        rows.extend(connect_rows)
     floor_end = timed(lambda: spark.range(1).count(), steps)
     print(f"floor at the end: {floor_end * 1000:.1f} ms ({floor_end / floor:.2f}x the first)")
     print(verdicts_text(write_results(args, spark, floor, rows, floor_end)))

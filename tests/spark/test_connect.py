@@ -158,3 +158,23 @@ def test_the_whole_process_is_in_connect_mode(spark):
     assert test_spark_session() is spark
     assert SparkSession.builder.getOrCreate() is spark
     assert "pyspark.sql.connect" in sys.modules
+
+
+def test_the_client_s_temp_views_and_registered_udfs_reach_the_driver_s_queries(spark):
+    spark.createDataFrame([("ann", "gold")], "user STRING, tier STRING") \
+        .createOrReplaceTempView("tiers")
+    spark.udf.register("shout", lambda s: s.upper(), "string")
+
+    def topology(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING, ts TIMESTAMP", timestamp_column="ts")
+        t.output("tiered", clicks.join(t.spark.table("tiers"), "user")
+                 .select(F.expr("shout(user)").alias("user"), "tier"))
+
+    try:
+        with TopologyTestDriver(topology, spark=spark, start_time=T0) as driver:
+            driver.create_input_topic("clicks").pipe_input({"user": "ann"}, timestamp=at(1))
+            driver.advance_wall_clock(timedelta(seconds=1))
+            assert driver.create_output_topic("tiered").read_values_to_list() == [
+                {"user": "ANN", "tier": "gold"}]
+    finally:
+        spark.catalog.dropTempView("tiers")

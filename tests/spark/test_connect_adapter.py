@@ -92,6 +92,10 @@ def test_a_spark_without_a_connect_server_says_so(spark):
     jvm = Jvm(spark)
     if jvm.class_exists("org.apache.spark.sql.connect.service.SessionKey"):
         connect.require_connect_server(jvm)  # 4.0+: there is one, nothing raised
+        connect.require_server_jar()
         return
     with pytest.raises(SparkConnectNotSupportedError, match=r"use PySpark 4\.0\+"):
         connect.server_port(jvm)
+    # --streamtest-connect is refused before a JVM is asked to load a missing plugin
+    with pytest.raises(SparkConnectNotSupportedError, match=r"ships no Spark Connect server"):
+        connect.require_server_jar()
