@@ -178,3 +178,18 @@ def test_the_client_s_temp_views_and_registered_udfs_reach_the_driver_s_queries(
                 {"user": "ANN", "tier": "gold"}]
     finally:
         spark.catalog.dropTempView("tiers")
+
+
+def test_a_session_with_artifacts_is_refused_naming_them(spark, tmp_path):
+    """Files added with addArtifacts would not reach the driver's queries' tasks: a
+    typed error says so (a session of its own: artifacts cannot be taken back)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    builder = spark.client._builder
+    other = ConnectSession.builder.remote(
+        f"sc://localhost:{builder.endpoint.rsplit(':', 1)[1]}/;token={builder.token}").create()
+    helper = tmp_path / "shout_helpers.py"
+    helper.write_text("def shout(s):\n    return s.upper()\n")
+    other.addArtifacts(str(helper), pyfile=True)
+    with pytest.raises(SparkConnectNotSupportedError, match=r"has 1 artifact added"):
+        TopologyTestDriver(counts, spark=other)

@@ -299,7 +299,23 @@ class ConnectLink:
         returned as it is)."""
         if not is_connect_session(frame.sparkSession):
             return frame
+        self._refuse_artifacts()
         return to_classic(self.jvm, self.holder, frame)
+
+    def _refuse_artifacts(self) -> None:
+        """Raise where the session holds artifacts its queries' tasks would need: a
+        query the driver starts does not carry the session's artifact state (Connect
+        starts its own queries inside it), so its tasks would run without them."""
+        manager = self.holder.artifactManager()
+        # (Python files, like other files, are among the context-relative paths.)
+        count = (manager.pythonIncludeList().size() + manager.jarsList().size()
+                 + manager.sparkContextRelativePaths().size())
+        if count:
+            raise SparkConnectNotSupportedError(
+                f"this Spark Connect session has {count} artifact{'s' * (count > 1)} added "
+                "with spark.addArtifact(s); the driver's queries do not see a "
+                "session's artifacts (not supported yet). Put the code on the test's "
+                "PYTHONPATH (Python files) or in the session's spark.jars instead")
 
     def batch_function(
         self, function: Callable[[DataFrame, int], object],
