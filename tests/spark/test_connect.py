@@ -193,3 +193,33 @@ def test_a_session_with_artifacts_is_refused_naming_them(spark, tmp_path):
     other.addArtifacts(str(helper), pyfile=True)
     with pytest.raises(SparkConnectNotSupportedError, match=r"has 1 artifact added"):
         TopologyTestDriver(counts, spark=other)
+
+
+def test_a_batch_is_bound_to_the_session_this_pyspark_s_connect_binds_it_to(spark):
+    """PySpark 4.3's Connect binds a foreachBatch batch to the query's own session (a
+    clone, also the active session during the call), as classic foreachBatch does;
+    4.0-4.2 bind it to the client's session."""
+    import pyspark
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    seen: list[tuple[bool, bool, bool]] = []
+
+    def store(batch: DataFrame, batch_id: int) -> None:
+        own = batch.sparkSession
+        batch.createOrReplaceTempView("this_batch")
+        seen.append((own.session_id == spark.session_id,
+                     ConnectSession.getActiveSession() is own,
+                     own.sql("SELECT count(*) AS n FROM this_batch").first().n == 2))
+
+    def topology(t: Topology) -> None:
+        t.foreach_batch("store", t.input("clicks", schema="user STRING"), store)
+
+    with TopologyTestDriver(topology, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("clicks").pipe_value_list([{"user": "a"}, {"user": "b"}])
+        driver.process_all_available()
+        clones = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 3)
+        assert seen == [(not clones, True, True)]
+        # the view was made in the batch's session: the client's only where that is it
+        assert spark.catalog.tableExists("this_batch") is not clones
+    if not clones:
+        spark.catalog.dropTempView("this_batch")

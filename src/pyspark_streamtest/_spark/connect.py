@@ -28,12 +28,14 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import SparkConnectNotSupportedError, hide_our_frames
+from .connect_batches import BatchSessions, active
 from .jvm import JavaObject, Jvm
 from .memory_stream import wrap_dataframe
 
@@ -286,6 +288,7 @@ class ConnectLink:
         self.jvm = Jvm(self.server)
         self._ids: list[str] = []
         self._lock = threading.Lock()  # foreachBatch calls come on stream threads
+        self._batches = BatchSessions(self.jvm, client, partial(session_holder, base))
 
     def to_connect(self, frame: DataFrame) -> Any:
         """``frame`` (of the server's session) as the client's DataFrame."""
@@ -321,18 +324,30 @@ class ConnectLink:
         self, function: Callable[[DataFrame, int], object],
     ) -> Callable[[DataFrame, int], object]:
         """``function`` called with each batch as a Connect DataFrame, as Connect's own
-        ``foreachBatch`` calls it: a relation cached for the call and removed after."""
+        ``foreachBatch`` calls it: a relation cached for the call and removed after, of
+        the session this PySpark's Connect binds a batch to (see :mod:`.connect_batches`)."""
 
         def call(frame: DataFrame, batch_id: int) -> object:
-            relation_id, connect_frame = to_connect(self.holder, self.client, frame)
+            session, holder = self._batches.session_of(frame)
+            if holder is None:
+                relation_id, connect_frame = to_connect(self.holder, self.client, frame)
+                try:
+                    return function(connect_frame, batch_id)
+                finally:
+                    forget(self.holder, [relation_id])
+            relation_id, connect_frame = to_connect(holder, session, frame)
             try:
-                return function(connect_frame, batch_id)
+                with active(session):
+                    return function(connect_frame, batch_id)
             finally:
-                forget(self.holder, [relation_id])
+                forget(holder, [relation_id])
 
         return call
 
     def close(self) -> None:
         with self._lock:
             ids, self._ids = self._ids, []
-        forget(self.holder, ids)
+        try:
+            forget(self.holder, ids)
+        finally:
+            self._batches.close()
