@@ -329,14 +329,10 @@ class ConnectLink:
 
         def call(frame: DataFrame, batch_id: int) -> object:
             session, holder = self._batches.session_of(frame)
-            if holder is None:
-                relation_id, connect_frame = to_connect(self.holder, self.client, frame)
-                try:
-                    return function(connect_frame, batch_id)
-                finally:
-                    forget(self.holder, [relation_id])
+            holder = self.holder if holder is None else holder
             relation_id, connect_frame = to_connect(holder, session, frame)
             try:
+                # the batch's session is the active one, as in Connect's worker process
                 with active(session):
                     return function(connect_frame, batch_id)
             finally:

@@ -86,7 +86,8 @@ def _connect_to(client: Any, session_id: str) -> Any:
 @contextmanager
 def active(session: Any) -> Iterator[None]:
     """``session`` as the active and default Connect session while the function runs, as
-    PySpark 4.3's foreachBatch worker makes its clone; put back after."""
+    in Connect's foreachBatch worker process (whose one session is the batch's: 4.3's
+    worker makes its clone so); put back after."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     with ConnectSession._lock:
