@@ -113,15 +113,22 @@ def _page_id(page: Path) -> str:
 
 def _missing_features(function: Any, spark: Any) -> list[str]:
     """What the ``streamtest_requires`` marks of ``function`` ask for and ``spark`` lacks."""
-    from pyspark_streamtest import supported_features
+    from pyspark_streamtest import UnsupportedFeatureError, require_feature
     from pyspark_streamtest.features import as_feature
 
     wanted = [as_feature(feature)
               for mark in getattr(function, "pytestmark", [])
               if mark.name == "streamtest_requires"
               for feature in mark.args]
-    have = supported_features(spark) if wanted else frozenset()
-    return [f"{f.description} (added in PySpark {f.added_in})" for f in wanted if f not in have]
+    lacking = []
+    for feature in wanted:
+        try:
+            require_feature(spark, feature)
+        except UnsupportedFeatureError as missing:  # over Connect, a line may add it later
+            lacking.append(f"{feature.description}"
+                           + (" over Spark Connect" if missing.over_connect else "")
+                           + f" (added in PySpark {missing.added_in})")
+    return lacking
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)

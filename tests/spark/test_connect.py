@@ -128,9 +128,13 @@ def test_a_job_written_for_connect_runs_unchanged_under_from_app(spark):
                       key=str) == [{"user": "ann", "count": 2}]
 
 
-def test_a_session_of_another_connect_server_is_refused_before_any_request():
+@pytest.mark.parametrize("local_server", [True, False], ids=["with-our-server", "in-any-order"])
+def test_a_session_of_another_connect_server_is_refused_before_any_request(request,
+                                                                             local_server):
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+    if local_server:  # this process's own server runs (a worker's first test may not)
+        request.getfixturevalue("spark")
     elsewhere = ConnectSession.builder.remote("sc://spark.example.com:15002").create()
     with pytest.raises(SparkConnectNotSupportedError, match=r"spark\.example\.com:15002"):
         TopologyTestDriver(counts, spark=elsewhere)

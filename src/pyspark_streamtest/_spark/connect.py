@@ -121,7 +121,13 @@ def connect_client(port: int, token: str) -> Any:
     os.environ["SPARK_LOCAL_REMOTE"] = "1"
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    client = ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").getOrCreate()
+    # create(), not getOrCreate(): that would return any Connect session made before
+    # (of another server, say), whatever the URL. This one is the process's default and
+    # active session from now on, as the plugin's session must be.
+    client = ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
+    with ConnectSession._lock:
+        ConnectSession._default_session = client
+    ConnectSession._active_session.session = client
     _made.append(client)
     return client
 
@@ -234,19 +240,26 @@ def connect_client_has(feature: str) -> bool:
     return hasattr(GroupedData, methods[feature])
 
 
-def process_jvm() -> Jvm:
-    """The JVM of this process's own SparkContext (the one a local Connect server runs in)."""
+def process_jvm(endpoint: str = "") -> Jvm:
+    """The JVM of this process's own SparkContext (the one a local Connect server runs
+    in); ``endpoint`` names the Connect session's server in the error without one."""
     from pyspark import SparkContext
 
     first = SparkSession._instantiatedSession  # the classic one: in Connect mode,
     # getActiveSession() answers with the Connect session
     if SparkContext._active_spark_context is None or first is None:
         raise SparkConnectNotSupportedError(
-            "this Spark Connect session is not served by a JVM of this process (a remote "
-            "sc://host server?); the driver needs the local server it can reach: use the "
+            f"this Spark Connect session{f' ({endpoint})' if endpoint else ''} is not "
+            "served by a JVM of this process (a remote sc://host server?); the driver "
+            "needs the local server it can reach: use the "
             "plugin's Connect mode (--streamtest-connect), or "
             "SparkSession.builder.remote('local[2]')")
     return Jvm(first)
+
+
+def _endpoint(client: Any) -> str:
+    """``host:port`` of the Connect session ``client``'s server."""
+    return str(getattr(getattr(client.client, "_builder", None), "endpoint", ""))
 
 
 def _check_served_here(jvm: Jvm, client: Any) -> None:
@@ -254,7 +267,7 @@ def _check_served_here(jvm: Jvm, client: Any) -> None:
     process's JVM (a remote ``sc://host``: its requests would wait for a server the
     driver cannot reach into)."""
     require_connect_server(jvm)
-    endpoint = str(getattr(getattr(client.client, "_builder", None), "endpoint", ""))
+    endpoint = _endpoint(client)
     host, _, port = endpoint.rpartition(":")
     try:
         here = server_port(jvm)
@@ -279,7 +292,7 @@ class ConnectLink:
     is collected; removing an id twice is harmless)."""
 
     def __init__(self, client: Any) -> None:
-        base = process_jvm()
+        base = process_jvm(_endpoint(client))
         _check_served_here(base, client)
         self.client = client
         self.holder = session_holder(base, client)
