@@ -182,16 +182,18 @@ def test_sql_conf_applies_to_the_driver_queries_only(spark):
         assert driver.batches[0].state_operators[0]["numShufflePartitions"] == 3
 
 
-def test_spark_connect_session_is_refused():
-    # A real Connect session needs the grpc client, which the test environment does not
-    # install; this stand-in has what the driver looks at: the class's identity
-    # (pyspark.sql.connect.session.SparkSession) and no JVM handle.
-    class SparkSession:
-        pass
+def test_a_connect_session_the_driver_cannot_reach_is_refused(spark):
+    """A real Connect client of a remote server, in a classic run: the driver runs its
+    queries in the JVM of the server it is given, so it refuses one it cannot reach, before
+    any request (3.5: its JVM has no Connect server at all). Connect sessions of this
+    process's own server run: tests/spark/test_connect.py, in the Connect suite."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    SparkSession.__module__ = "pyspark.sql.connect.session"
-    with pytest.raises(SparkConnectNotSupportedError, match=r"Spark Connect session.*classic"):
-        TopologyTestDriver(clicks_per_user, spark=SparkSession())  # type: ignore[arg-type]
+    # (the client itself, not its builder: 3.5's builder sends its options at once)
+    elsewhere = ConnectSession(connection="sc://spark.example.com:15002")
+    with pytest.raises(SparkConnectNotSupportedError,
+                       match=r"spark\.example\.com:15002|use PySpark 4\.0\+"):
+        TopologyTestDriver(clicks_per_user, spark=elsewhere)
 
 
 def _boom(value):  # no type hints: PySpark would read them as a pandas UDF
