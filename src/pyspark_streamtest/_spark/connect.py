@@ -266,11 +266,12 @@ def _check_served_here(jvm: Jvm, client: Any) -> None:
     """Refuse, before any request, a Connect session whose server is not the one in this
     process's JVM (a remote ``sc://host``: its requests would wait for a server the
     driver cannot reach into)."""
-    require_connect_server(jvm)
     endpoint = _endpoint(client)
     host, _, port = endpoint.rpartition(":")
     try:
         here = server_port(jvm)
+    except SparkConnectNotSupportedError:  # no Connect server in this Spark at all (3.5)
+        raise
     except Exception:  # the JVM's context runs no Connect server
         here = None
     if host.strip("[]") not in ("localhost", "127.0.0.1", "::1") or port != str(here):

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm
@@ -34,42 +35,64 @@ class BatchSessions:
         self._jvm = jvm
         self._client = client
         self._holder_of = holder_of
-        manager = jvm.scala_object(_SERVICE).sessionManager()
-        self._manager = manager
-        self._supported = any(
-            m.getName() == "registerExistingSession" for m in manager.getClass().getMethods())
-        self._clones: list[tuple[JavaObject, str, Any, JavaObject]] = []
-        """(the query's classic session, its Connect session id, client, holder)."""
+        self._seen: list[tuple[JavaObject, Any, JavaObject | None]] = []
+        """(a query run's classic session, the Connect session its batches are handed in,
+        that session's holder, None for the client's own)."""
+        self._clone_ids: list[str] = []
         self._lock = threading.Lock()
 
     def session_of(self, frame: Any) -> tuple[Any, JavaObject | None]:
         """The Connect session to hand ``frame``'s batch in, and its holder (None: the
-        client's own session)."""
-        if not self._supported or str(self._jvm.spark.conf.get(
-                USE_CLONED_SESSION, "true")).lower() != "true":
+        client's own session). Decided once per query run (its session): whether to
+        clone is the setting's value then, as Connect reads it when a query starts."""
+        if not _registers_clones(self._jvm):  # 4.0-4.2: always the client's own
             return self._client, None
         query_session = frame._jdf.sparkSession()
         with self._lock:
-            for known, _, clone, holder in self._clones:
+            for known, session, holder in self._seen:
                 if known.equals(query_session):
-                    return clone, holder
-            session_id = str(uuid.uuid4())
-            user_id = self._client.client._user_id or ""
-            self._manager.registerExistingSession(user_id, session_id, query_session)
-            clone = _connect_to(self._client, session_id)
-            holder = self._holder_of(clone)
-            self._clones.append((query_session, session_id, clone, holder))
-            return clone, holder
+                    return session, holder
+            session, holder = self._client, None
+            if str(self._jvm.spark.conf.get(USE_CLONED_SESSION, "true")).lower() == "true":
+                session_id = str(uuid.uuid4())
+                _manager(self._jvm).registerExistingSession(
+                    self._client.client._user_id or "", session_id, query_session)
+                session = _connect_to(self._client, session_id)
+                holder = self._holder_of(session)
+                self._clone_ids.append(session_id)
+            self._seen.append((query_session, session, holder))
+            return session, holder
 
     def close(self) -> None:
         """Close the clones' Connect sessions (their queries have stopped)."""
         with self._lock:
-            clones, self._clones = self._clones, []
+            seen, self._seen = self._seen, []
+            clone_ids, self._clone_ids = self._clone_ids, []
+        for _, session, holder in seen:
+            if holder is not None:
+                session.client.close()
         keys = self._jvm.jvm.org.apache.spark.sql.connect.service.SessionKey
-        for _, session_id, clone, _ in clones:
-            clone.client.close()
-            self._manager.closeSession(keys(self._client.client._user_id or "", session_id),
-                                       False)
+        for session_id in clone_ids:
+            _manager(self._jvm).closeSession(
+                keys(self._client.client._user_id or "", session_id), False)
+
+
+_REGISTERS: WeakKeyDictionary[object, bool] = WeakKeyDictionary()
+
+
+def _manager(jvm: Jvm) -> JavaObject:
+    return jvm.scala_object(_SERVICE).sessionManager()
+
+
+def _registers_clones(jvm: Jvm) -> bool:
+    """Whether the server registers a query's cloned session for its foreachBatch
+    batches (4.3's ``registerExistingSession``); looked up once per JVM."""
+    found = _REGISTERS.get(jvm.gateway)
+    if found is None:
+        found = bool(jvm.method_param_types(_manager(jvm).getClass(),
+                                            "registerExistingSession"))
+        _REGISTERS[jvm.gateway] = found
+    return found
 
 
 def _connect_to(client: Any, session_id: str) -> Any:

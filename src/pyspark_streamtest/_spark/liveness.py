@@ -9,6 +9,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import SparkSession
 
 from ..errors import SparkDiedError, hide_our_frames
+from .connect import is_connect_session
 
 __tracebackhide__ = hide_our_frames
 
@@ -50,7 +51,7 @@ def jvm_is_gone(spark: SparkSession, error: BaseException | None = None) -> bool
 def _gateway(spark: SparkSession) -> Any:
     """The Py4J gateway of ``spark``'s JVM: for a Connect session of a local server, its
     process's (a remote server's JVM is none of ours: None)."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if is_connect_session(spark):
         from pyspark import SparkContext
 
         return SparkContext._gateway
