@@ -88,3 +88,30 @@ def test_await_idle_times_out_or_names_a_query_that_stopped(clock):
         clock.await_idle(1, lambda: True, 0.1)
     with pytest.raises(QueryInactiveError):
         clock.await_idle(1, lambda: False, _BOUND_S)
+
+
+def test_parked_means_waiting_and_not_released_so_a_stop_knows_no_trigger_can_start(clock):
+    # stop_query skips its wait for the run's tasks only when the stream thread is
+    # parked. A released thread that has not woken yet still shows its wait target in
+    # next_trigger_ms; `parked` is False from the release on, whichever comes first.
+    assert not clock.parked  # nobody waits
+    waiter = _StreamThread(clock, 2_000)
+    clock.await_idle(1, lambda: True, _BOUND_S)
+    assert clock.parked
+    clock.advance_to(1_500)  # before the trigger: still parked
+    assert clock.parked
+    clock.release_once()
+    assert not clock.parked  # released: awake or about to be
+    waiter.join()
+    assert not clock.parked
+    second = _StreamThread(clock, 2_000)
+    clock.await_idle(2, lambda: True, _BOUND_S)
+    assert clock.parked
+    clock.advance_to(2_000)
+    assert not clock.parked
+    second.join()
+    third = _StreamThread(clock, 3_000)
+    clock.await_idle(3, lambda: True, _BOUND_S)
+    clock.close()
+    assert not clock.parked
+    third.join()

@@ -71,6 +71,9 @@ public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock
 
     public synchronized long waitCalls() { return waitCalls; }
     public synchronized long nextTriggerMs() { return waitTarget; }
+    public synchronized boolean isParked() {
+        return waitTarget != Long.MIN_VALUE && now < waitTarget && !releasePending && !closed;
+    }
 
     public synchronized boolean setTime(long time) {
         now = time;
@@ -189,6 +192,15 @@ class ManualClock:
         """The time the idle stream thread waits for, or None while it is running."""
         target = int(self.java.nextTriggerMs())
         return None if target == _NO_WAIT else target
+
+    @property
+    def parked(self) -> bool:
+        """True while the stream thread waits and nothing has released it: no move of
+        the clock up to its next trigger and no :meth:`release_once` it has yet to wake
+        from. Unlike :attr:`next_trigger_ms`, which stays set from the release until the
+        thread wakes, this is False for a trigger let run but not yet started: only the
+        driver moves the clock, so a parked thread stays parked until it does."""
+        return bool(self.java.isParked())
 
     def set_time(self, now_ms: int) -> bool:
         """Move time; True if this wakes the stream thread (a trigger will run)."""

@@ -130,9 +130,11 @@ def stop_query(
             errors.append(error)
 
     run_id = str(jquery.runId().toString())
-    # A stream thread waiting in our clock runs no batch, so no task of the run can be
-    # running or be launched: only a query stopped mid-batch has tasks to wait for.
-    mid_batch = clock.next_trigger_ms is None
+    # A stream thread parked in our clock runs no batch, so no task of the run can be
+    # running or be launched: only a query stopped mid-batch has tasks to wait for. A
+    # thread released but not yet awake counts as mid-batch: it could start its trigger
+    # before stop() marks the query inactive (``next_trigger_ms`` still shows its wait).
+    mid_batch = not clock.parked
     stopper = threading.Thread(target=_stop, name="pyspark-streamtest-stop", daemon=True)
     stopper.start()
     deadline = time.monotonic() + timeout_s
