@@ -127,3 +127,49 @@ def test_a_run_that_uses_no_spark_is_at_most_0_3_s_slower_with_the_plugin(pytest
     print(f"best of 3: {min(with_plugin):.2f} s of CPU with the plugin, {min(without):.2f} s "
           "without")
     assert min(with_plugin) - min(without) <= 0.3
+
+
+# The import hypothesis' own plugin ends every run with, begun early where the run will
+# wait on Spark (``_plugin_imports``). A test body sees it begun (the thread running) or
+# done; without it, hypothesis is imported only by the summary, after the last test.
+BEGUN = textwrap.dedent("""
+    import sys, threading
+
+    def begun():
+        return ("hypothesis" in sys.modules
+                or "pyspark-streamtest-import-ahead" in {t.name for t in threading.enumerate()})
+""")
+
+
+def test_a_run_whose_tests_import_pyspark_begins_hypothesis_import_before_its_tests(pytester):
+    pytester.makepyfile(helper=BEGUN, test_one=(
+        "import pyspark.sql\nfrom helper import begun\n\n"
+        "def test_one():\n    assert begun()\n"))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_no_early_import_without_pyspark_or_without_hypothesis_plugin(pytester):
+    pytester.makepyfile(helper=BEGUN, test_plain=(
+        "from helper import begun\n\ndef test_plain():\n    assert not begun()\n"),
+        test_spark=(
+        "import pyspark.sql\nfrom helper import begun\n\n"
+        "def test_spark():\n    assert not begun()\n"))
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "test_plain.py").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+        "test_spark.py").assert_outcomes(passed=1)
+
+
+def test_the_xdist_controller_begins_it_and_its_workers_do_not(pytester):
+    pytester.makeconftest(BEGUN + textwrap.dedent("""
+        def pytest_sessionfinish(session):
+            if not hasattr(session.config, "workerinput"):  # the controller
+                (session.config.rootpath / "controller.txt").write_text(repr(begun()))
+    """))
+    pytester.makepyfile(test_one=(
+        "import pyspark.sql\nfrom conftest import begun\n\n"
+        "def test_one():\n    assert not begun()\n"))
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "1").assert_outcomes(passed=1)
+    assert (pytester.path / "controller.txt").read_text() == "True"
