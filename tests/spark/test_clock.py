@@ -83,6 +83,26 @@ def test_an_interrupt_does_not_end_the_wait_only_a_move_or_close_does(spark, clo
     assert waiter.join() == 2_000
 
 
+def _interrupt_waiter(spark) -> None:
+    traces = spark._jvm.java.lang.Thread.getAllStackTraces()
+    (waiting,) = [thread for thread in traces.keySet().toArray() if any(
+        str(frame.getMethodName()) == "waitTillTime" for frame in traces.get(thread))]
+    waiting.interrupt()
+
+
+def test_once_stopping_an_interrupt_ends_the_wait_as_query_stop_needs(spark, clock):
+    # query.stop() marks the query inactive, then interrupts its stream thread and joins
+    # it: once the driver says it is stopping, that interrupt ends the wait at once (the
+    # time is not moved), so stop() returns without the clock being closed.
+    waiter = _StreamThread(clock, 2_000)
+    clock.await_idle(1, lambda: True, _BOUND_S)
+    assert clock.stopping() is True  # parked when told
+    assert clock.next_trigger_ms == 2_000  # telling it wakes nobody
+    _interrupt_waiter(spark)
+    assert waiter.join() == 1_000
+    assert clock.now_ms == 1_000
+
+
 def test_await_idle_times_out_or_names_a_query_that_stopped(clock):
     with pytest.raises(ClockWaitTimeoutError):
         clock.await_idle(1, lambda: True, 0.1)

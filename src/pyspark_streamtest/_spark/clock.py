@@ -19,11 +19,12 @@ driver's side takes one Py4J call per move and one per wait: :meth:`await_idle` 
 in the JVM on the clock's monitor, which ``waitTillTime`` notifies as it starts waiting,
 so the driver still learns exactly when a trigger is over, without polling.
 
-An interrupt of the stream thread does not end its wait (as it could not end a wait in
-a Python callback): ``query.stop()`` sets the query inactive, interrupts the thread and
-joins it, so :func:`~pyspark_streamtest._spark.query.stop_query` waits until the query
-is inactive, then :meth:`close` releases the wait (the thread then sees the query
-stopped and ends, its interrupt status kept).
+An interrupt of the stream thread ends its wait only once the driver has said it is
+stopping the query (:meth:`stopping`): ``query.stop()`` sets the query inactive, then
+interrupts the thread and joins it, and the woken thread sees the query stopped and
+ends (its interrupt status kept), as it does when Spark's own manual clock throws the
+interrupt out of its wait. Any other interrupt leaves the wait to a move of time: a
+trigger runs only when the driver lets it. :meth:`close` releases every wait for good.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock
     private long waitCalls;
     private boolean releasePending;
     private boolean closed;
+    private boolean stopping;
 
     public synchronized long getTimeMillis() { return now; }
     public synchronized long nanoTime() { return now * 1000000L; }
@@ -60,7 +62,10 @@ public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock
         notifyAll();
         boolean interrupted = false;
         while (now < targetTime && !releasePending && !closed) {
-            try { wait(); } catch (InterruptedException e) { interrupted = true; }
+            try { wait(); } catch (InterruptedException e) {
+                interrupted = true;
+                if (stopping) break;
+            }
         }
         releasePending = false;
         waitTarget = Long.MIN_VALUE;
@@ -93,6 +98,7 @@ public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock
     }
 
     public synchronized void close() { closed = true; notifyAll(); }
+    public synchronized boolean stopping() { stopping = true; return isParked(); }
 
     public synchronized boolean isIdle(long minWaitCalls) {
         return waitCalls >= minWaitCalls && waitTarget != Long.MIN_VALUE;
@@ -222,6 +228,12 @@ class ManualClock:
     def close(self) -> None:
         """Release every wait, now and later (used when the query stops)."""
         self.java.close()
+
+    def stopping(self) -> bool:
+        """From now on an interrupt of the waiting stream thread (``query.stop()``'s,
+        which comes after the query is marked inactive) ends its wait. Returns
+        :attr:`parked` as it was then (read with the change, in one call)."""
+        return bool(self.java.stopping())
 
     def await_idle(
         self, min_wait_calls: int, is_active: Callable[[], bool], timeout_s: float

@@ -106,6 +106,9 @@ def failure_text(jquery: JavaObject) -> str | None:
     return text.strip()
 
 
+_UNWOKEN_CHECK_S = 0.05
+
+
 def stop_query(
     jquery: JavaObject,
     clock: ManualClock,
@@ -115,11 +118,14 @@ def stop_query(
     """Stop a query whose stream thread may be waiting on our clock.
 
     ``StreamingQuery.stop()`` sets the query TERMINATED, then interrupts and joins the
-    stream thread; our clock keeps waiting through an interrupt (``clock.py``), so
-    stop() would wait for the clock forever. We call stop() on a helper thread, wait
-    until the query reports inactive (it then runs no further batch), release the
-    clock so the wait returns, and join. Once stop() has returned the stream thread
-    has ended, and the callback connections it used (the sink's) are closed.
+    stream thread. Our clock is told first that the query is stopping, so that interrupt
+    ends the thread's wait (``clock.py``), and stop() returns as soon as the thread has
+    ended, as it does with Spark's own clock. We call stop() on a helper thread, to bound
+    it: should the thread get to the clock without the interrupt (a batch that swallowed
+    it, ending after stop() marked the query inactive), :meth:`ManualClock.close`
+    releases the wait once the query reports inactive. Once stop() has returned the
+    stream thread has ended, and the callback connections it used (the sink's) are
+    closed.
     """
     errors: list[BaseException] = []
 
@@ -134,16 +140,17 @@ def stop_query(
     # running or be launched: only a query stopped mid-batch has tasks to wait for. A
     # thread released but not yet awake counts as mid-batch: it could start its trigger
     # before stop() marks the query inactive (``next_trigger_ms`` still shows its wait).
-    mid_batch = not clock.parked
+    mid_batch = not clock.stopping()
     stopper = threading.Thread(target=_stop, name="pyspark-streamtest-stop", daemon=True)
     stopper.start()
     deadline = time.monotonic() + timeout_s
-    finished = threading.Event()
-    # No notification exists for "state is TERMINATED": check it at a short interval.
-    while jquery.isActive() and time.monotonic() < deadline:
-        finished.wait(0.002)
+    # stop() returns by itself; the check that the query is inactive, at each interval,
+    # only covers a wait the interrupt did not end.
+    while stopper.is_alive() and time.monotonic() < deadline:
+        stopper.join(min(_UNWOKEN_CHECK_S, max(0.0, deadline - time.monotonic())))
+        if stopper.is_alive() and not jquery.isActive():
+            clock.close()
     clock.close()
-    stopper.join(max(0.0, deadline - time.monotonic()))
     if stopper.is_alive():
         raise TimeoutError(f"StreamingQuery.stop() did not return within {timeout_s:.0f} s")
     if callbacks is not None:
