@@ -23,6 +23,10 @@ import threading
 
 import pytest
 
+from .errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 THREAD_NAME = "pyspark-streamtest-import-ahead"
 _HYPOTHESIS_PLUGIN = "hypothesispytest"  # its pytest11 entry point's name
 
