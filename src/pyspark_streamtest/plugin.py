@@ -111,7 +111,6 @@ from ._plugin_factory import DriverFactory
 from ._plugin_guards import pytest_fixture_setup as pytest_fixture_setup
 from ._plugin_guards import pytest_runtest_setup as pytest_runtest_setup
 from ._plugin_guards import pytest_runtest_teardown as pytest_runtest_teardown
-from ._plugin_imports import import_ahead, is_xdist_controller, is_xdist_worker
 from ._plugin_options import add_options, resolve_options, setting
 from ._plugin_oracle import register_oracle
 from ._plugin_session import (
@@ -180,23 +179,6 @@ def _streamtest_requires(request: pytest.FixtureRequest) -> None:
                 + (" over Spark Connect" if missing.over_connect else "")
                 + f", added in PySpark {missing.added_in} (this is {missing.spark_version})"
             )
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Under pytest-xdist, the controller waits for its workers: it begins there the
-    import its summary ends with (``_plugin_imports``)."""
-    if is_xdist_controller(session.config):
-        import_ahead(session.config)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """A serial run whose test modules imported PySpark will wait on Spark: it begins
-    the import its summary ends with meanwhile (``_plugin_imports``)."""
-    config = session.config
-    if not is_xdist_worker(config) and not is_xdist_controller(config) and (
-            "pyspark" in sys.modules and session.items):
-        import_ahead(config)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from pyspark_streamtest import StreamingQueryFailedError, Topology, TopologyTestDriver
-from pyspark_streamtest._plugin_imports import THREAD_NAME
 from tests.helpers import at, clicks_per_user
 
 
@@ -279,9 +278,6 @@ def test_lifecycles_of_every_kind_leave_nothing_behind(spark, tmp_path, monkeypa
     no kind of our objects has more live instances (Spark's block-manager pools, which
     grow up to 100 threads each, are counted apart; the JVM's other threads may grow by
     a few that come and go, such as Py4J's, and may fall)."""
-    for thread in threading.enumerate():  # the run's one-off import (_plugin_imports)
-        if thread.name == THREAD_NAME:
-            thread.join(60)
     for kind in _KINDS:  # warm-up: sessions, workers and Spark's pools settle
         kind(spark, tmp_path, monkeypatch)
     before = _leftovers(spark, tmp_path)
