@@ -425,8 +425,7 @@ def measure_inner(args: Any, rows: list[dict[str, Any]]) -> None:
                      "cold_serial_seconds": found["suite_serial_cold_s"],
                      "cold_parallel_seconds": found["suite_n2_cold_s"],
                      "serial_busy_cores": found["suite_serial_warm_busy_cores"],
-                     "lowest_ratio_the_cores_allow":
-                         found["suite_n2_over_serial_warm_floor"]})
+                     "parallel_busy_cores": found["suite_n2_warm_busy_cores"]})
 
 
 def measure_property(spark: SparkSession, args: Any, floor: float,
