@@ -71,23 +71,20 @@ def test_a_release_runs_one_trigger_without_moving_time(clock):
     assert second.join() == 1_000
 
 
-def test_an_interrupt_does_not_end_the_wait_only_a_move_or_close_does(spark, clock):
-    waiter = _StreamThread(clock, 2_000)
-    clock.await_idle(1, lambda: True, _BOUND_S)
-    traces = spark._jvm.java.lang.Thread.getAllStackTraces()
-    (waiting,) = [thread for thread in traces.keySet().toArray() if any(
-        str(frame.getMethodName()) == "waitTillTime" for frame in traces.get(thread))]
-    waiting.interrupt()
-    assert clock.next_trigger_ms == 2_000  # still waiting for its trigger
-    clock.advance_to(2_000)
-    assert waiter.join() == 2_000
-
-
 def _interrupt_waiter(spark) -> None:
     traces = spark._jvm.java.lang.Thread.getAllStackTraces()
     (waiting,) = [thread for thread in traces.keySet().toArray() if any(
         str(frame.getMethodName()) == "waitTillTime" for frame in traces.get(thread))]
     waiting.interrupt()
+
+
+def test_an_interrupt_does_not_end_the_wait_only_a_move_or_close_does(spark, clock):
+    waiter = _StreamThread(clock, 2_000)
+    clock.await_idle(1, lambda: True, _BOUND_S)
+    _interrupt_waiter(spark)
+    assert clock.next_trigger_ms == 2_000  # still waiting for its trigger
+    clock.advance_to(2_000)
+    assert waiter.join() == 2_000
 
 
 def test_once_stopping_an_interrupt_ends_the_wait_as_query_stop_needs(spark, clock):

@@ -145,12 +145,14 @@ def stop_query(
     stopper.start()
     deadline = time.monotonic() + timeout_s
     # stop() returns by itself; the check that the query is inactive, at each interval,
-    # only covers a wait the interrupt did not end.
+    # only covers a wait the interrupt did not end: once it is, the clock is released
+    # for good and stop() given the rest of the time.
     while stopper.is_alive() and time.monotonic() < deadline:
         stopper.join(min(_UNWOKEN_CHECK_S, max(0.0, deadline - time.monotonic())))
         if stopper.is_alive() and not jquery.isActive():
-            clock.close()
+            break
     clock.close()
+    stopper.join(max(0.0, deadline - time.monotonic()))
     if stopper.is_alive():
         raise TimeoutError(f"StreamingQuery.stop() did not return within {timeout_s:.0f} s")
     if callbacks is not None:
