@@ -197,7 +197,9 @@ def test_edited_user_code_is_the_code_that_runs(project):
             driver.create_input_topic("events").pipe_input({"n": 1})
             driver.process_all_available()
             got = driver.create_output_topic("scores").read_values_to_list()
-            note("udf-" + shop_rules.VERSION, pid=jvm_pid(spark), got=got)
+            import sys
+            note("udf-" + shop_rules.VERSION, pid=jvm_pid(spark), got=got,
+                 loaded=[m for m in ("pandas", "pyspark.testing") if m in sys.modules])
     """)
     rules = project.root / "shop_rules.py"
     rules.write_text("VERSION = 'one'\ndef score(n):\n    return n + 1\n")
@@ -208,6 +210,9 @@ def test_edited_user_code_is_the_code_that_runs(project):
     assert one["pid"] == two["pid"]
     assert one["got"] == [{"score": 2}]
     assert two["got"] == [{"score": 101}]
+    # Nothing of the run needed pandas, nor PySpark's testing module that PySpark's NumPy
+    # converters import for the first call to the JVM (see _spark/py4j_converters.py).
+    assert one["loaded"] == two["loaded"] == []
 
 
 def test_other_settings_or_environment_get_a_jvm_of_their_own(project):

@@ -14,7 +14,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import NotASparkSessionError, SparkConnectNotSupportedError, hide_our_frames
-from . import session_defaults, warm_jvm, warm_workers
+from . import py4j_converters, session_defaults, warm_jvm, warm_workers
 from .jvm import Jvm
 from .python_logs import quiet_query_context_logs
 from .versions import check_pyspark_version
@@ -118,6 +118,9 @@ def _new_session(
     jvm_options: str | None, *, warm: bool,
 ) -> tuple[SparkSession, bool]:
     """A new test-tuned classic session, and whether this call made its context."""
+    # Before the first call to the JVM: PySpark's NumPy converters would import pandas
+    # on it (0.5-0.8 s) to learn whether NumPy is there.
+    py4j_converters.defer_numpy_converters()
     defaults, _ = session_defaults.current()
     master = defaults.master if master is None else master
     jvm_options = defaults.jvm_options if jvm_options is None else jvm_options
