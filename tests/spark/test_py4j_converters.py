@@ -39,27 +39,32 @@ _ASK = """
         return [[type(getattr(c, "converter", c)).__name__
                  for c in protocol.INPUT_CONVERTER if c.can_convert(v)] for v in values]
 
+    def loaded():
+        return [m for m in ("pandas", "numpy", "pyarrow", "pyspark.testing") if m in sys.modules]
+
     before = names()
+    loaded_before = loaded()  # PySpark 3.5's types module imports NumPy itself
     guarded = py4j_converters.defer_numpy_converters() if GUARD else 0
     again = py4j_converters.defer_numpy_converters() if GUARD else 0
     plain = takers([1, "x", 2.5, True, None, [1, 2], {"a": 1}, (1, 2), {1},
                     datetime.datetime(2024, 1, 1), datetime.date(2024, 1, 1),
                     datetime.timedelta(seconds=3)])
-    loaded = [m for m in ("pandas", "numpy", "pyarrow", "pyspark.testing") if m in sys.modules]
+    loaded_after = loaded()
     import numpy as np
     numpy = takers([np.array([1, 2]), np.array([1.5]), np.int64(3), np.float32(1.5),
                     np.bool_(True)])
     print(json.dumps({"before": before, "after": names(), "guarded": guarded,
-                      "again": again, "plain": plain, "loaded": loaded, "numpy": numpy}))
+                      "again": again, "plain": plain, "loaded_before": loaded_before,
+                      "loaded_after": loaded_after, "numpy": numpy}))
 """
 
 
-def test_asking_the_converters_about_plain_values_imports_neither_pandas_nor_numpy():
+def test_asking_the_converters_imports_nothing_and_answers_as_pysparks_own():
     """What Py4J does with each argument of a call to the JVM: ask every converter.
     Guarded, the converters give the answers PySpark's own give (asked the same in a
     process without the guard), for plain values and, once NumPy is imported, for NumPy's;
-    they keep their places in Py4J's list; and before NumPy is imported, asking them
-    imports nothing."""
+    they keep their places in Py4J's list; and asking them imports nothing (PySpark 4's
+    own import pandas and PyArrow on the first question)."""
     guarded = _python("GUARD = True\n" + textwrap.dedent(_ASK))
     own = _python("GUARD = False\n" + textwrap.dedent(_ASK))
     assert guarded["guarded"] == 2
@@ -69,7 +74,8 @@ def test_asking_the_converters_about_plain_values_imports_neither_pandas_nor_num
     assert guarded["plain"] == own["plain"]
     assert guarded["numpy"] == own["numpy"]
     assert guarded["numpy"][0][0] == "NumpyArrayConverter"  # the first taker converts
-    assert guarded["loaded"] == []
+    assert guarded["loaded_after"] == guarded["loaded_before"]
+    assert "pandas" not in guarded["loaded_after"]
 
 
 def test_numpy_values_reach_the_jvm_as_pyspark_converts_them(spark):

@@ -1,12 +1,13 @@
 """PySpark's NumPy input converters for Py4J, asked only once NumPy is loaded.
 
 Py4J asks every registered input converter about every argument of every call to the
-JVM that is not a JVM object. PySpark (3.4+) registers two for NumPy
-(``NumpyArrayConverter``, ``NumpyScalarConverter`` in ``pyspark.sql.types``); to answer,
+JVM that is not a JVM object. PySpark registers two for NumPy (``NumpyArrayConverter``,
+``NumpyScalarConverter`` in ``pyspark.sql.types``). In PySpark 4 (read in 4.3), to answer,
 each first imports ``pyspark.testing.utils`` for its ``have_numpy``, and that module
 imports pandas, PyArrow and more to learn what the machine has. So the first call to the
 JVM with an argument costs a process 0.5-0.8 s (2-core machine), in a test run that never
-uses pandas, NumPy or PySpark's testing module.
+uses pandas, NumPy or PySpark's testing module. (PySpark 3.5's import NumPy with their
+module instead; there the guard only hands each question on.)
 
 :func:`defer_numpy_converters` puts each of the two behind a guard that answers "no"
 while NumPy is not imported, and asks the converter itself once it is. The answers are
