@@ -408,6 +408,13 @@ def measure_inner(args: Any, rows: list[dict[str, Any]]) -> None:
     from benchmarks.inner_loop import measure
 
     found = measure(args.inner_runs, args.suite_tests)
+    with_cpu, without_cpu = found["no_spark_with_cpu_s"], found["no_spark_without_cpu_s"]
+    rows.append({"measure": "one test without Spark from the shell, with the plugin",
+                 "seconds": found["no_spark_with_wall_s"],
+                 "ratio": round(with_cpu / without_cpu, 2),
+                 "of": "the same run with -p no:pyspark_streamtest (CPU time)",
+                 "extra_cpu_seconds": round(with_cpu - without_cpu, 2),
+                 "without_seconds": found["no_spark_without_wall_s"]})
     warm, cold = found["one_test_warm_s"], found["one_test_cold_s"]
     rows.append({"measure": "one windowed test from the shell, warm JVM", "seconds": warm,
                  "ratio": round(warm / cold, 2), "of": "the same run with a cold JVM",

@@ -69,6 +69,8 @@ TARGETS: dict[str, Target] = {
     "payments job: new driver + 3 steps + close": Target("ratio", 4),
     "payments job: 20-test pytest suite, -n 2": Target("ratio", 1, label="time over serial"),
     "1000 stateless steps": Target("python_rss_growth_mb", 50, unit="MB", label="RSS growth"),
+    "one test without Spark from the shell, with the plugin":
+        Target("extra_cpu_seconds", 0.3, unit="s", label="CPU time over the run without it"),
     "one windowed test from the shell, warm JVM": Target("seconds", 2, unit="s"),
     "one windowed test from the shell, warm JVM, over its batches": Target("ratio", 1.5),
     "payments job: 20-test pytest suite, -n 2, warm JVMs":

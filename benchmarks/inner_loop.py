@@ -9,6 +9,12 @@ The warm runs use JVMs of their own (a folder of this run's), started by a first
 is not counted, and ended at the end. The one test is a windowed count with a watermark
 (the README's example); beside its wall time stands the time its own micro-batches took
 (``--streamtest-durations``' "batches"), the part no harness can take away.
+
+First, what the plugin costs a run that never uses Spark: a one-test project without
+Spark, run with the plugin and with ``-p no:pyspark_streamtest`` in turn, wall time and
+the CPU time of the ``pytest`` process (the plugin's promise: it costs nothing where
+Spark is unused; what it imports and starts there is held by
+``tests/unit/test_plugin_cost.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,6 +73,33 @@ def pytest_seconds(folder: str, target: str, *options: str, warm: bool,
         "STREAMTEST_WARM_JVM": "on" if warm else "off", "STREAMTEST_WARM_JVM_DIR": jvms})
 
 
+def _children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def plugin_cost(folder: str, runs: int) -> dict[str, float]:
+    """Medians over ``runs`` alternated pairs of a one-test run without Spark, with the
+    plugin and with ``-p no:pyspark_streamtest``: wall and CPU seconds of each."""
+    plain = os.path.join(folder, "test_no_spark.py")
+    with open(plain, "w") as out:
+        out.write("def test_one():\n    assert 1 + 1 == 2\n")
+    taken: dict[str, list[float]] = {key: [] for key in (
+        "with_wall", "with_cpu", "without_wall", "without_cpu")}
+    for _ in range(runs):
+        for name, options in (("with", ()), ("without", ("-p", "no:pyspark_streamtest"))):
+            cpu = _children_cpu_s()
+            # -v undoes pytest_seconds' -q, so that the report header shows the plugin
+            wall, output = _app.pytest_seconds(folder, plain, "-v", *options)
+            taken[f"{name}_cpu"].append(_children_cpu_s() - cpu)
+            taken[f"{name}_wall"].append(wall)
+            if ("pyspark-streamtest 0" in output) != (name == "with"):
+                raise RuntimeError(f"the plugin was {'not ' * (name == 'with')}loaded:\n"
+                                   f"{output[-2000:]}")
+    return {f"no_spark_{key}_s": round(statistics.median(values), 2)
+            for key, values in taken.items()}
+
+
 def _batches_seconds(output: str) -> float:
     """The "batches" column of ``--streamtest-durations``' line for all tests."""
     found = re.search(r"^\s*[\d.]+s\s+([\d.]+)s\s.*\ball \d+ tests?$", output, re.MULTILINE)
@@ -104,6 +138,13 @@ def measure(runs: int, suite_tests: int) -> dict[str, Any]:
         suite = os.path.join(folder, "test_suite.py")
         with open(suite, "w") as out:
             out.write(_SUITE.format(tests=suite_tests))
+        cost = plugin_cost(folder, runs)
+        results.update(cost)
+        print(f"one test without Spark: {cost['no_spark_with_wall_s']:.2f} s wall, "
+              f"{cost['no_spark_with_cpu_s']:.2f} s CPU with the plugin; "
+              f"{cost['no_spark_without_wall_s']:.2f} s wall, "
+              f"{cost['no_spark_without_cpu_s']:.2f} s CPU with -p no:pyspark_streamtest "
+              f"(medians of {runs}, alternated)", flush=True)
         try:
             for warm in (False, True):
                 name = "warm" if warm else "cold"

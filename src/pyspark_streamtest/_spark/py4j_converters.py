@@ -22,6 +22,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
 _NUMPY_CONVERTERS = ("NumpyArrayConverter", "NumpyScalarConverter")
 
 
