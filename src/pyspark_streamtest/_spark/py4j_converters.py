@@ -6,8 +6,8 @@ JVM that is not a JVM object. PySpark registers two for NumPy (``NumpyArrayConve
 each first imports ``pyspark.testing.utils`` for its ``have_numpy``, and that module
 imports pandas, PyArrow and more to learn what the machine has. So the first call to the
 JVM with an argument costs a process 0.5-0.8 s (2-core machine), in a test run that never
-uses pandas, NumPy or PySpark's testing module. (PySpark 3.5's import NumPy with their
-module instead; there the guard only hands each question on.)
+uses pandas, NumPy or PySpark's testing module. (PySpark 3.5's converters import NumPy
+with their module instead; there the guard only hands each question on.)
 
 :func:`defer_numpy_converters` puts each of the two behind a guard that answers "no"
 while NumPy is not imported, and asks the converter itself once it is. The answers are
