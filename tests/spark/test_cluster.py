@@ -4,6 +4,7 @@ found and stopped by process id. (The suite's core runs on such a cluster in CI:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -74,3 +75,31 @@ def _cwd(pid: int) -> str:
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return ""
+
+
+def test_stopping_waits_until_no_process_of_the_groups_runs():
+    """What a stop kills (each master's and worker's process group: the launcher JVM
+    ``spark-class`` runs first, executors) has ended when the stop returns, not only the
+    group's first process: here a grandchild that ignores SIGTERM and is not ours to
+    reap, in the group of a process named like a Spark daemon."""
+    import subprocess
+    import sys
+
+    from pyspark_streamtest.cluster._standalone import _group_members, _stop_pids
+
+    stubborn = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "print('ready', flush=True); time.sleep(120)")
+    leader = subprocess.Popen(
+        ["bash", "-c", '"$1" -c "$2" & wait', "org.apache.spark.deploy.Stub",
+         sys.executable, stubborn],
+        stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert leader.stdout is not None and leader.stdout.readline() == b"ready\n"
+        members = _group_members(leader.pid)
+        assert leader.pid in members and len(members) == 2
+        _stop_pids([leader.pid], timeout=5.0)
+        assert _group_members(leader.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, 9)
+        leader.wait(30)

@@ -264,6 +264,42 @@ def _stop_pids(pids: list[int], *, timeout: float) -> None:
     for pid in ours:  # what is left of each group (an executor, a stuck JVM)
         _signal_group(pid, signal.SIGKILL)
         _reaped(pid)
+    # A killed JVM takes a moment to end (its threads); the group's other processes (the
+    # launcher JVM spark-class runs first, an executor) are not our children, so wait
+    # for them too: once this returns, nothing of the groups runs.
+    ending = _pidfds([member for pid in ours for member in _group_members(pid)])
+    try:
+        deadline = time.monotonic() + _KILLED_EXIT_S
+        while ending and (remaining := deadline - time.monotonic()) > 0:
+            for pid in _exits_within(ending, remaining):
+                os.close(ending.pop(pid))
+    finally:
+        for fd in ending.values():
+            os.close(fd)
+
+
+_KILLED_EXIT_S = 10.0
+"""How long processes sent SIGKILL may take to end (bounded: a process the kernel cannot
+end, in uninterruptible sleep, is not waited on longer)."""
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` that have not ended (zombies left out),
+    from ``/proc``."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:  # it ended meanwhile
+            continue
+        # after the command name's closing parenthesis: state, parent, process group
+        fields = text[text.rfind(b")") + 2:].split()
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
 
 
 def _pidfds(pids: list[int]) -> dict[int, int]:
