@@ -254,27 +254,30 @@ def _stop_pids(pids: list[int], *, timeout: float) -> None:
     try:
         for pid in ours:
             _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while fds and (left := deadline - time.monotonic()) > 0:
-            for pid in _exits_within(fds, left):
-                os.close(fds.pop(pid))
-    finally:
-        for fd in fds.values():
-            os.close(fd)
+    except BaseException:
+        _await_exits(fds, 0.0)  # only closes them
+        raise
+    _await_exits(fds, timeout)
     for pid in ours:  # what is left of each group (an executor, a stuck JVM)
         _signal_group(pid, signal.SIGKILL)
         _reaped(pid)
     # A killed JVM takes a moment to end (its threads); the group's other processes (the
     # launcher JVM spark-class runs first, an executor) are not our children, so wait
     # for them too: once this returns, nothing of the groups runs.
-    ending = _pidfds([member for pid in ours for member in _group_members(pid)])
+    _await_exits(_pidfds([member for pid in ours for member in _group_members(pid)]),
+                 _KILLED_EXIT_S)
+
+
+def _await_exits(fds: dict[int, int], timeout: float) -> None:
+    """Wait at most ``timeout`` seconds until the processes of ``fds`` (pid: pidfd) have
+    exited; every pidfd is closed on return."""
     try:
-        deadline = time.monotonic() + _KILLED_EXIT_S
-        while ending and (remaining := deadline - time.monotonic()) > 0:
-            for pid in _exits_within(ending, remaining):
-                os.close(ending.pop(pid))
+        deadline = time.monotonic() + timeout
+        while fds and (left := deadline - time.monotonic()) > 0:
+            for pid in _exits_within(fds, left):
+                os.close(fds.pop(pid))
     finally:
-        for fd in ending.values():
+        for fd in fds.values():
             os.close(fd)
 
 
