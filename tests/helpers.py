@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from pyspark.sql import functions as F
 
 from pyspark_streamtest import Topology
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def python_json(code: str) -> Any:
+    """Run ``code`` in a new interpreter; what it printed as JSON on its last line."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def at(seconds: float) -> datetime:

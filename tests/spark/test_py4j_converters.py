@@ -5,26 +5,14 @@ converts them."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from typing import Any
 
 import numpy as np
 from py4j import protocol
 from pyspark.sql import functions as F
 
 from pyspark_streamtest._spark import py4j_converters
-
-
-def _python(code: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
-
+from tests.helpers import python_json
 
 _ASK = """
     import datetime, json, sys
@@ -65,8 +53,8 @@ def test_asking_the_converters_imports_nothing_and_answers_as_pysparks_own():
     process without the guard), for plain values and, once NumPy is imported, for NumPy's;
     they keep their places in Py4J's list; and asking them imports nothing (PySpark 4's
     own import pandas and PyArrow on the first question)."""
-    guarded = _python("GUARD = True\n" + textwrap.dedent(_ASK))
-    own = _python("GUARD = False\n" + textwrap.dedent(_ASK))
+    guarded = python_json("GUARD = True\n" + textwrap.dedent(_ASK))
+    own = python_json("GUARD = False\n" + textwrap.dedent(_ASK))
     assert guarded["guarded"] == 2
     assert guarded["again"] == 0
     assert guarded["after"] == guarded["before"] == own["before"]

@@ -6,10 +6,9 @@ a bound of a test: under load the same run's CPU time varied by 0.4 s here."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
+
+from tests.helpers import python_json
 
 pytest_plugins = ["pytester"]
 
@@ -33,9 +32,8 @@ RECORD_PROCESSES = textwrap.dedent("""
 def fresh(code: str) -> dict:
     """Run ``code`` (after RECORD_PROCESSES) in a new interpreter; what it printed as
     JSON on its last line."""
-    done = subprocess.run([sys.executable, "-c", RECORD_PROCESSES + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    found: dict = python_json(RECORD_PROCESSES + textwrap.dedent(code))
+    return found
 
 
 def test_importing_the_plugin_imports_nothing_heavy_and_starts_no_process():
