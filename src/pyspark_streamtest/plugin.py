@@ -239,10 +239,13 @@ def topology_driver(
             f"the Spark JVM died during {request.node.nodeid} (killed, out of memory); "
             "its drivers are closed, and the tests after it that need Spark cannot run"
         )
-    # Queries the test started itself, outside any driver (a driver's queries are named
-    # streamtest-*; drivers left open are the plugin's guard's to close and report).
-    # Those run on Spark's own clock, so stop() returns.
-    foreign = [q for q in spark.streams.active if not (q.name or "").startswith("streamtest-")]
+    # Queries the test started itself, outside any driver (a driver's queries, and their
+    # twins under the oracle, are named for it: drivers left open, such as a
+    # module-scoped one, are the plugin's guard's to close and report). Those run on
+    # Spark's own clock, so stop() returns.
+    from .driver._runner import is_drivers_query
+
+    foreign = [q for q in spark.streams.active if not is_drivers_query(q.name)]
     if foreign:
         names = [q.name for q in foreign]
         for query in foreign:

@@ -11,7 +11,13 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Feature, OracleMismatchError, Topology, supported_features
+from pyspark_streamtest import (
+    Feature,
+    OracleMismatchError,
+    Topology,
+    TopologyTestDriver,
+    supported_features,
+)
 from pyspark_streamtest._spark import sink as sink_module
 from pyspark_streamtest.driver import _twin
 from tests.helpers import at, clicks_per_user
@@ -24,6 +30,30 @@ def oracle(monkeypatch):
     yield lambda: {key: _twin.STATS.as_dict()[key] - before[key]
                    for key in ("queries", "batches", "state_stores", "same_time_triggers",
                                "input_only_batches")}
+
+
+@pytest.fixture
+def kept_open(spark, oracle):
+    """A driver open across the test and the teardown of its ``topology_driver``, as a
+    module-scoped one is, with the oracle on: its queries' twins run meanwhile."""
+    with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
+        driver.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"},
+                                                        timestamp=at(1))
+        driver.process_all_available()
+        yield driver
+
+
+def test_the_twins_of_a_driver_kept_open_are_not_queries_the_test_left_running(
+        kept_open, topology_driver, spark):
+    """``topology_driver``'s teardown (before ``kept_open``'s) fails a test that left a
+    query of its own running; the twins of a driver still open are the driver's."""
+    assert any((q.name or "").startswith("spark-alone-streamtest-")
+               for q in spark.streams.active)
+    driver = topology_driver(clicks_per_user)
+    driver.create_input_topic("clicks").pipe_input({"user": "b", "url": "/"},
+                                                    timestamp=at(2))
+    assert len(driver.process_all_available()) == 2
+    assert kept_open.is_running
 
 
 def test_a_faithful_run_compares_every_batch_and_the_state(topology_driver, oracle, spark):

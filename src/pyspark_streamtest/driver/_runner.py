@@ -45,6 +45,16 @@ from .topology import _BuiltOutput
 __tracebackhide__ = hide_our_frames
 
 _QUERY_SERIALS = itertools.count(1)
+QUERY_PREFIX = "streamtest-"
+"""A driver's queries are named ``streamtest-<output>-<serial>``."""
+TWIN_PREFIX = "spark-alone-"
+"""With the oracle on, each has a twin run by Spark alone, named with this before it."""
+
+
+def is_drivers_query(name: str | None) -> bool:
+    """Whether a streaming query of this name is one a driver started: its own, or the
+    twin the differential oracle runs beside it."""
+    return (name or "").startswith((QUERY_PREFIX, TWIN_PREFIX + QUERY_PREFIX))
 
 
 class QueryRunner:
@@ -57,7 +67,7 @@ class QueryRunner:
         self.name = built.spec.name
         # Spark refuses two active queries with one name in a session, and two drivers of
         # one topology may be open at once: number them (the name survives restarts).
-        self._query_name = f"streamtest-{self.name}-{next(_QUERY_SERIALS)}"
+        self._query_name = f"{QUERY_PREFIX}{self.name}-{next(_QUERY_SERIALS)}"
         # The driver's checkpoint and idle-trigger settings first, so the user's sql_conf
         # can override them.
         self._sql_conf = {**local_checkpoint_conf(jvm), **_clock.IDLE_TRIGGER_CONF,
@@ -69,7 +79,7 @@ class QueryRunner:
             with scoped_sql_conf(jvm.spark, self._sql_conf):
                 self._twin = Twin(
                     jvm, built.rebuild, output=built.spec.name,
-                    name=f"spark-alone-{self._query_name}", checkpoint=checkpoint + ALONE_SUFFIX,
+                    name=TWIN_PREFIX + self._query_name, checkpoint=checkpoint + ALONE_SUFFIX,
                     output_mode=built.spec.output_mode, timeout_s=timeout_s)
             built = replace(built, streams=self._twin.tee(built.streams))
         self.built = built
