@@ -155,8 +155,10 @@ def test_two_drivers_of_one_topology_run_side_by_side(spark):
 
 
 # --- the lifecycle/leak suite -------------------------------------------------------------
-LIFECYCLES = int(os.environ.get("STREAMTEST_LIFECYCLES", "200"))
-"""How many lifecycles the leak test runs (the README's run: 200; tox's extra lines: fewer)."""
+LIFECYCLES = int(os.environ.get("STREAMTEST_LIFECYCLES", "60"))
+"""How many lifecycles the leak test runs: ten of each kind by default. A leak of one
+thread or object per lifecycle of a kind shows as ten; ``STREAMTEST_LIFECYCLES`` runs
+more."""
 
 # Spark's own thread pools that grow with use up to a cap (not ours to close), and
 # threads that end by themselves: each task running a Python UDF has a "Worker Monitor"
