@@ -243,7 +243,7 @@ def topology_driver(
     # twins under the oracle, are named for it: drivers left open, such as a
     # module-scoped one, are the plugin's guard's to close and report). Those run on
     # Spark's own clock, so stop() returns.
-    from .driver._runner import is_drivers_query
+    from .driver._twin import is_drivers_query
 
     foreign = [q for q in spark.streams.active if not is_drivers_query(q.name)]
     if foreign:

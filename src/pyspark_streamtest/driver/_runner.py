@@ -39,22 +39,12 @@ from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from ._culprit import batch_failure, raising_record
 from ._piped import RecordBlock, RecordQueue
-from ._twin import ALONE_SUFFIX, Twin, oracle_enabled, progress_watermark
+from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled, progress_watermark
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
 _QUERY_SERIALS = itertools.count(1)
-QUERY_PREFIX = "streamtest-"
-"""A driver's queries are named ``streamtest-<output>-<serial>``."""
-TWIN_PREFIX = "spark-alone-"
-"""With the oracle on, each has a twin run by Spark alone, named with this before it."""
-
-
-def is_drivers_query(name: str | None) -> bool:
-    """Whether a streaming query of this name is one a driver started: its own, or the
-    twin the differential oracle runs beside it."""
-    return (name or "").startswith((QUERY_PREFIX, TWIN_PREFIX + QUERY_PREFIX))
 
 
 class QueryRunner:
@@ -79,7 +69,7 @@ class QueryRunner:
             with scoped_sql_conf(jvm.spark, self._sql_conf):
                 self._twin = Twin(
                     jvm, built.rebuild, output=built.spec.name,
-                    name=TWIN_PREFIX + self._query_name, checkpoint=checkpoint + ALONE_SUFFIX,
+                    twin_of=self._query_name, checkpoint=checkpoint + ALONE_SUFFIX,
                     output_mode=built.spec.output_mode, timeout_s=timeout_s)
             built = replace(built, streams=self._twin.tee(built.streams))
         self.built = built

@@ -47,13 +47,24 @@ from ..errors import OracleMismatchError, hide_our_frames
 __tracebackhide__ = hide_our_frames
 
 __all__ = ["DELIBERATE", "ORACLE_ENV", "STATS", "Deliberate", "Twin", "deliberate_table",
-           "oracle_enabled"]
+           "is_drivers_query", "oracle_enabled"]
 
 ORACLE_ENV = "STREAMTEST_ORACLE"
 """Set to ``1`` to run every driver query again by Spark alone and compare."""
 
 ALONE_SUFFIX = ".alone"
 """The checkpoint of the query run by Spark alone is the driver's query's plus this."""
+
+QUERY_PREFIX = "streamtest-"
+"""A driver's queries are named ``streamtest-<output>-<serial>``."""
+TWIN_PREFIX = "spark-alone-"
+"""A twin run by Spark alone is named after its driver's query, with this before it."""
+
+
+def is_drivers_query(name: str | None) -> bool:
+    """Whether a streaming query of this name is one a driver started: its own, or the
+    twin the differential oracle runs beside it."""
+    return (name or "").startswith((QUERY_PREFIX, TWIN_PREFIX + QUERY_PREFIX))
 
 
 def oracle_enabled() -> bool:
@@ -189,7 +200,7 @@ class TeeStream:
 class Twin:
     """One output's query run by Spark alone beside the driver's."""
 
-    def __init__(self, jvm: Jvm, rebuild: Callable[[], Any], *, output: str, name: str,
+    def __init__(self, jvm: Jvm, rebuild: Callable[[], Any], *, output: str, twin_of: str,
                  checkpoint: str, output_mode: str, timeout_s: float) -> None:
         built = rebuild()
         self._jvm = jvm
@@ -200,7 +211,7 @@ class Twin:
         self._reads_clock = reads_processing_time(built.dataframe)
         self._clock_apart = False  # a batch of a clock-reading plan ran at another time
         self._output = output
-        self._name = name
+        self._name = TWIN_PREFIX + twin_of  # the driver's query's name
         self.checkpoint = checkpoint
         self._output_mode = output_mode
         self._timeout_s = timeout_s
