@@ -4,6 +4,8 @@ batch, on the outer run's session)."""
 
 from __future__ import annotations
 
+from pyspark_streamtest.driver._twin import is_drivers_query
+
 pytest_plugins = ["pytester"]
 
 CONFTEST = """
@@ -25,6 +27,8 @@ def spark():
 TEST = """
 from pyspark.sql import functions as F
 
+from pyspark_streamtest.driver._twin import QUERY_PREFIX, is_drivers_query
+
 import conftest
 
 SEEN = []
@@ -37,10 +41,13 @@ def upper(t):
 def test_the_driver_runs_on_the_project_s_session(topology_driver):
     driver = topology_driver(upper)
     (own,) = conftest.MADE  # topology_driver asked for the spark fixture: the conftest's
-    assert SEEN == [own]  # the topology was built on it
+    # The topology was built on it (twice under --streamtest-oracle: the twin builds it
+    # again), and the driver's queries run there.
+    assert SEEN and all(seen is own for seen in SEEN)
     assert own.conf.get("spark.streamtest.owner") == "the project's conftest"
     queries = [q.name for q in own.streams.active]
-    assert queries and all(name.startswith("streamtest-") for name in queries)
+    assert any(name.startswith(QUERY_PREFIX) for name in queries)
+    assert all(is_drivers_query(name) for name in queries)
 
     driver.create_input_topic("words").pipe_input({"word": "hi"})
     driver.process_all_available()
@@ -55,4 +62,4 @@ def test_a_project_s_spark_fixture_is_the_one_topology_driver_uses(pytester, spa
     pytester.makepyfile(test_child=TEST)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    assert not [q for q in spark.streams.active if q.name.startswith("streamtest-")]
+    assert not [q for q in spark.streams.active if is_drivers_query(q.name)]
