@@ -34,7 +34,7 @@ def clicks_per_user(t: Topology) -> None:
 MODEL = WindowedCount(size=5 * S, delay=4 * S, mode="append")
 
 
-@sst.spark_settings(max_examples=int(os.environ.get("STREAMTEST_EXAMPLES", "25")))
+@sst.spark_settings(max_examples=int(os.environ.get("STREAMTEST_EXAMPLES", "15")))
 @given(sst.schedules(sst.events(max_disorder=4 * S, late=0.2, late_by=4 * S, max_size=10),
                      max_batches=4, watermark_advances=0.2))
 def test_clicks_per_user_keeps_spark_promises(spark, schedule):

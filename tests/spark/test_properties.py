@@ -3,7 +3,7 @@
 Every test builds the model's own pipeline (``Operator.topology()``), runs a generated
 schedule through a fresh driver and checks the batches against :func:`simulate`, plus
 the invariants that hold whatever the input. Examples per test: ``STREAMTEST_EXAMPLES``
-(default 25; the tox matrix runs 8 per Spark line).
+(default 15; the tox matrix runs 8 per Spark line).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pyspark_streamtest.testing.model import (
     simulate,
 )
 
-EXAMPLES = int(os.environ.get("STREAMTEST_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("STREAMTEST_EXAMPLES", "15"))
 examples = settings(max_examples=EXAMPLES)
 S = timedelta(seconds=1)
 
