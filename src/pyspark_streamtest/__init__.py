@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .core.equality import OutputMismatchError, assert_values_equal
 from .errors import (
     BatchFailedError,
+    CallbackChannelError,
     CheckpointMissingError,
     ClusterError,
     ClusterRunningError,
@@ -117,6 +118,7 @@ __all__ = [
     "DEFAULT_START_TIME",
     "BatchFailedError",
     "BatchRecord",
+    "CallbackChannelError",
     "CheckpointMissingError",
     "ClusterError",
     "ClusterRunningError",

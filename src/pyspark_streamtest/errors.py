@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "BatchFailedError",
+    "CallbackChannelError",
     "CheckpointMissingError",
     "ClusterError",
     "ClusterRunningError",
@@ -298,6 +299,46 @@ class SparkInfrastructureError(BatchFailedError):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuilt, (type(self), (self.output, self.batch_id, self.cause,
                                         self.reason, self.load), {}), self.__dict__)
+
+
+class CallbackChannelError(SparkInfrastructureError):
+    """A batch could not run because Py4J's channel between Spark's JVM and this Python
+    process failed, not because of the batch's data or the user's code: the JVM called
+    a Python object (the driver's clock or sink, a ``foreachBatch`` function, a
+    listener) that this process no longer knew (Py4J's "Object ID unknown"), the two ends
+    lost step on a connection ("Unknown command"), or a callback connection could not be
+    opened or broke. The test harness's plumbing failed; the message says whether the run
+    was attached to a warm JVM (``warm_jvm_pid``, else None) and how to turn warm JVMs
+    off. Not a :class:`StreamingQueryFailedError`; the driver's queries are stopped with
+    their checkpoints, as after any failed batch."""
+
+    def __init__(self, output: str, batch_id: int, cause: str, reason: str, load: str,
+                 *, warm_jvm_pid: int | None = None) -> None:
+        super().__init__(output, batch_id, cause, reason, load)
+        self.warm_jvm_pid = warm_jvm_pid
+        warm = (f"This run is attached to a warm JVM (pid {warm_jvm_pid}) that earlier "
+                f"pytest runs used: run with --streamtest-warm-jvm=off (or "
+                f"STREAMTEST_WARM_JVM=off) to rule it out, and report the failure with "
+                f"Spark's error below."
+                if warm_jvm_pid is not None else
+                "This run has a JVM of its own (warm JVMs are off, or could not be used "
+                "here: --streamtest-warm-jvm=off / STREAMTEST_WARM_JVM=off keeps them "
+                "off); report the failure with Spark's error below.")
+        self.args = (
+            f"the query of output {output!r} could not run batch {batch_id}: {reason}. "
+            f"This is the test harness's Py4J channel between Spark's JVM and this Python "
+            f"process, not the batch's data or your code. {warm} The driver's queries are "
+            f"stopped: restart() retries batch {batch_id} from the checkpoint.\n"
+            f"Spark's error:\n{cause}",
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), (self.output, self.batch_id, self.cause,
+                                        self.reason, self.load),
+                           {"warm_jvm_pid": self.warm_jvm_pid}), self.__dict__)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class IncompatibleCheckpointError(StreamingQueryFailedError):

@@ -424,3 +424,149 @@ def test_a_run_asking_for_the_jvm_s_logs_gets_a_jvm_of_its_own(project, tmp_path
                         STREAMTEST_WARM_JVM_DIR=str(jvms))
     assert _gone_within(pid, 30)
     assert not jvms.exists() or list(jvms.iterdir()) == []
+
+
+_EVERY_CALLBACK = """
+    import pandas as pd
+    from datetime import timedelta
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StreamingQueryListener
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark_streamtest import Feature, Topology
+    from pyspark_streamtest.core.features import supported_features
+
+    class Listener(StreamingQueryListener):
+        def __init__(self):
+            self.started = []
+        def onQueryStarted(self, event): self.started.append(event.id)
+        def onQueryProgress(self, event): pass
+        def onQueryIdle(self, event): pass
+        def onQueryTerminated(self, event): pass
+
+    def with_udf(t: Topology) -> None:
+        plus = F.udf(lambda n: n + 1, "int", useArrow=False)
+        t.output("out", t.input("events", schema="n INT").select(plus("n").alias("n")))
+
+    def counting(key, frames, state):
+        count = (state.get[0] if state.exists else 0) + sum(len(f) for f in frames)
+        state.update((count,))
+        yield pd.DataFrame({"user": [key[0]], "count": [count]})
+
+    def in_pandas(t: Topology) -> None:
+        t.output("counts", t.input("clicks", schema="user STRING").groupBy("user")
+                 .applyInPandasWithState(counting, "user STRING, count LONG", "count LONG",
+                                         "Update", GroupStateTimeout.NoTimeout),
+                 output_mode="update")
+
+    def with_state(t: Topology) -> None:
+        from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+        class Counter(StatefulProcessor):
+            def init(self, handle):
+                self.total = handle.getValueState("total", "total LONG")
+            def handleInputRows(self, key, rows, timerValues):
+                total = (self.total.get()[0] if self.total.exists() else 0) + len(list(rows))
+                self.total.update((total,))
+                yield Row(user=key[0], total=total)
+            def close(self):
+                pass
+
+        t.output("totals", t.input("clicks", schema="user STRING").groupBy("user")
+                 .transformWithState(Counter(), "user STRING, total LONG", "Update", "None"),
+                 output_mode="update")
+
+    def test_every_query_that_calls_back_into_python(topology_driver, spark, tmp_path):
+        listener = Listener()
+        spark.streams.addListener(listener)
+        udf = topology_driver(with_udf)
+        assert listener.started  # Spark calls it before start() returns
+        stored = []
+        batches = topology_driver(lambda t: t.foreach_batch(
+            "store", t.input("events", schema="n INT"),
+            lambda batch, batch_id: stored.append((batch_id, batch.count()))))
+        pandas = topology_driver(in_pandas)
+        tws = topology_driver(with_state, sql_conf={
+            "spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        }) if Feature.TRANSFORM_WITH_STATE in supported_features(spark) else None
+        (tmp_path / "in").mkdir()
+        (tmp_path / "in" / "a.json").write_text('{"n": 1}\\n{"n": 2}\\n')
+        seen = []
+        writer = (spark.readStream.schema("n INT").json(str(tmp_path / "in")).writeStream
+                  .foreachBatch(lambda batch, batch_id: seen.append(batch.count()))
+                  .option("checkpointLocation", str(tmp_path / "checkpoint")))
+
+        # Every query's Python objects are in the JVM's hands now. What the JVM does
+        # whenever it likes: finalize the proxies nothing holds, among them the earlier
+        # run's, whose finalizers tell the process attached now to forget their ids.
+        pool = spark.sparkContext._gateway.gateway_property.pool
+        ours = set(pool.dict)
+        system = spark.sparkContext._jvm.java.lang.System
+        system.gc()
+        system.runFinalization()
+        assert set(pool.dict) >= ours  # none of this run's proxies was forgotten
+
+        started = len(listener.started)
+        udf.create_input_topic("events").pipe_input({"n": 1})
+        udf.process_all_available()
+        udf.advance_wall_clock(timedelta(seconds=5))
+        udf.create_input_topic("events").pipe_input({"n": 2})
+        udf.process_all_available()
+        assert udf.create_output_topic("out").read_values_to_list() == [{"n": 2}, {"n": 3}]
+        batches.create_input_topic("events").pipe_value_list([{"n": 1}, {"n": 2}])
+        batches.process_all_available()
+        assert stored == [(0, 2)]
+        pandas.create_input_topic("clicks").pipe_value_list([{"user": "a"}, {"user": "a"}])
+        pandas.process_all_available()
+        assert pandas.create_output_topic("counts").read_values_to_list() == [
+            {"user": "a", "count": 2}]
+        if tws is not None:
+            tws.create_input_topic("clicks").pipe_value_list(
+                [{"user": "a"}, {"user": "b"}, {"user": "a"}])
+            tws.process_all_available()
+            assert sorted(tws.create_output_topic("totals").read_values_to_list(),
+                          key=lambda v: v["user"]) == [{"user": "a", "total": 2},
+                                                       {"user": "b", "total": 1}]
+        query = writer.trigger(availableNow=True).start()
+        assert query.awaitTermination(120)
+        assert query.exception() is None and seen == [2]
+        assert len(listener.started) == started + 1  # the listener heard the last query
+        spark.streams.removeListener(listener)
+        note("callbacks", pid=jvm_pid(spark))
+"""
+
+
+_LEAVE_PROXIES = """
+    from pyspark_streamtest import Topology
+
+    def passing(t: Topology) -> None:
+        t.output("out", t.input("events", schema="n INT"))
+
+    def test_leave_proxies_to_be_collected(topology_driver, spark):
+        # Each driver hands the JVM its clock and sink (Python proxies p0, p1, ... of
+        # this process). Open until the run ends, they are collected after it: at the
+        # JVM's next garbage collection, when the next run may be attached.
+        for n in range(20):
+            driver = topology_driver(passing)
+            driver.create_input_topic("events").pipe_input({"n": n})
+            driver.process_all_available()
+        note("proxies-left", pid=jvm_pid(spark))
+"""
+
+
+def test_an_earlier_run_s_proxies_collected_late_never_reach_the_next_run_s(project):
+    """Issue 49: Py4J numbers a process's Python proxies p0, p1, ... and a JVM proxy's
+    finalizer tells the gateway's callback peer *of that moment* to forget its id. The
+    first run leaves the proxies of 20 drivers, closed as the run ends, for the JVM to
+    collect; the second, in the same JVM, sets up a query of every kind that calls back
+    into Python (the driver's sink and clock with a Python UDF, the driver's and
+    PySpark's own ``foreachBatch``, a listener, ``applyInPandasWithState``,
+    ``transformWithState``), forces the JVM's garbage collector, and runs them. Each run
+    numbers its proxies in a range of its own, so none of the second run's is forgotten
+    (with the ranges left out, its first batch failed with "Object ID unknown")."""
+    project.write("test_leave_proxies.py", _LEAVE_PROXIES)
+    project.write("test_every_callback.py", _EVERY_CALLBACK)
+    project.run("test_leave_proxies.py")
+    project.run("test_every_callback.py")
+    assert project.fact("proxies-left")["pid"] == project.fact("callbacks")["pid"]

@@ -3,14 +3,21 @@ back in time) are told apart from the batch's own failures."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from pyspark_streamtest import (
     BatchFailedError,
+    CallbackChannelError,
     SparkInfrastructureError,
     StreamingQueryFailedError,
 )
-from pyspark_streamtest._spark.infrastructure import infrastructure_failure, machine_load
+from pyspark_streamtest._spark.infrastructure import (
+    channel_failure,
+    infrastructure_failure,
+    machine_load,
+)
 
 # Spark's own texts, as the failed IoT-job runs printed them (issue 36) and as Spark 4.3's
 # PythonWorkerFactory and PySpark's util.py word them.
@@ -52,3 +59,54 @@ def test_the_error_names_the_machine_not_the_data():
     assert "restart() retries batch 0" in text and text.endswith(MACHINERY[0])
     assert isinstance(error, BatchFailedError)
     assert not isinstance(error, StreamingQueryFailedError)  # raises(...) never passes on it
+
+
+# Py4J's own texts (0.10.9.9's Java side) for a failed call from the JVM into Python:
+# the first as a warm run printed it when an earlier run's proxy was finalized into it
+# (issue 49).
+CHANNEL = [
+    "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
+    "Object ID unknown",
+    "py4j.Py4JException: Unknown command received: apply",
+    "py4j.Py4JException: Error while obtaining a new communication channel\n"
+    "Caused by: java.net.ConnectException: Connection refused",
+    "py4j.Py4JNetworkException: Error while sending a command: c\np3\ncall",
+]
+# A foreachBatch function's own exception comes back over a working channel.
+OVER_A_WORKING_CHANNEL = [
+    "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: "
+    "Traceback (most recent call last):\n  File \"job.py\", line 3, in audit\n"
+    "ValueError: cannot store 'p-4'",
+    *THE_BATCH,
+]
+
+
+@pytest.mark.parametrize("cause", CHANNEL)
+def test_py4j_s_channel_failures_are_the_channel_s(cause):
+    assert channel_failure(cause) is not None
+
+
+@pytest.mark.parametrize("cause", OVER_A_WORKING_CHANNEL)
+def test_errors_that_crossed_a_working_channel_are_not(cause):
+    assert channel_failure(cause) is None
+
+
+@pytest.mark.parametrize("pid", [4242, None])
+def test_a_channel_failure_names_the_harness_and_how_to_turn_warm_jvms_off(pid):
+    error = CallbackChannelError("payment-totals", 1, CHANNEL[0],
+                                 channel_failure(CHANNEL[0]) or "", machine_load(),
+                                 warm_jvm_pid=pid)
+    text = str(error)
+    assert text.startswith(
+        "the query of output 'payment-totals' could not run batch 1: the JVM called a "
+        "Python object this process no longer knows (Py4J: Object ID unknown). This is "
+        "the test harness's Py4J channel")
+    assert "not the batch's data or your code" in text and "it read" not in text
+    assert "STREAMTEST_WARM_JVM=off" in text and "--streamtest-warm-jvm=off" in text
+    assert (f"attached to a warm JVM (pid {pid})" in text) == (pid is not None)
+    assert "restart() retries batch 1" in text and text.endswith(CHANNEL[0])
+    assert isinstance(error, SparkInfrastructureError)
+    assert not isinstance(error, StreamingQueryFailedError)
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is CallbackChannelError and str(back) == text
+    assert back.warm_jvm_pid == pid

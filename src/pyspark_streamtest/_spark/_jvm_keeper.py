@@ -16,6 +16,8 @@ The folder (private to the user: 0700) holds:
 - ``gateway.json`` (0600): the gateway's port and secret, the JVM's and keeper's
   process ids; written once the JVM answers, removed first when the keeper ends;
 - ``keeper.pid``: the keeper's process id, written first;
+- ``runs``: how many runs attached so far (each numbers its Python proxies in a range
+  of its own, see ``callbacks.number_proxies_from``);
 - ``cleaning``: there while the keeper cleans the JVM after a run (holding the lock);
 - ``keeper.log``: the keeper's and the JVM's output.
 """

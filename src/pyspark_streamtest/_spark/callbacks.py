@@ -16,7 +16,7 @@ import socket
 import threading
 from typing import Any
 
-from ..errors import hide_our_frames
+from ..errors import WarmJvmError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
@@ -27,16 +27,60 @@ _JOIN_TIMEOUT_S = 5.0
 _forgotten: set[str] = set()
 _forgotten_lock = threading.Lock()
 
+PROXY_RANGE = 10**12
+"""How many proxy ids each run attached to a warm JVM has: run ``n`` of a JVM numbers
+its Python proxies from ``n * PROXY_RANGE`` (see :func:`number_proxies_from`)."""
+
+_first_own_proxy = 0
+"""The first proxy number of this process's range; lower ones are earlier runs'."""
+
+
+def number_proxies_from(gateway: Any, run: int) -> None:
+    """Give this process's Python proxies ids no earlier run in the same JVM had: the
+    ``run``-th run attached to a JVM numbers them from ``run * PROXY_RANGE``.
+
+    Py4J numbers the Python objects it hands to the JVM ``p0``, ``p1``, ... from zero in
+    every process, and a JVM-side proxy, when the JVM's garbage collector finalizes it,
+    sends "forget proxy pN" to whichever Python process is the gateway's callback peer
+    *then*. A warm JVM outlives its runs, so a proxy of an earlier run (a sink, a clock,
+    a ``foreachBatch`` function, a listener) finalized after the next run attached made
+    that run forget its own ``pN``: the JVM's next call to it failed with "Object ID
+    unknown" and the batch with it. With ranges that cannot overlap, such a late
+    "forget" names no object of this run (Py4J then only warns, and the warning is
+    dropped here). Call before the first object is handed to the JVM."""
+    global _first_own_proxy
+    pool = getattr(getattr(gateway, "gateway_property", None), "pool", None)
+    if pool is None:
+        return
+    first = run * PROXY_RANGE
+    with pool.lock:
+        if pool.dict:
+            raise WarmJvmError("Python objects were handed to the JVM before their proxy "
+                               "ids were given a range of their own; this is a bug of "
+                               "pyspark-streamtest: turn warm JVMs off "
+                               "(--streamtest-warm-jvm=off) and report it")
+        pool.next_id = first
+    _first_own_proxy = first
+
+
+def _earlier_runs(proxy_id: str) -> bool:
+    """Whether ``proxy_id`` (``p123``) is of an earlier run's range."""
+    number = proxy_id[1:]
+    return number.isdigit() and int(number) < _first_own_proxy
+
 
 class _ForgottenProxyFilter(logging.Filter):
     """Py4J warns when the JVM garbage-collects a proxy no longer in the pool; for the
-    proxies we removed ourselves that is expected, so the warning is dropped."""
+    proxies we removed ourselves, and for an earlier run's proxies on a warm JVM (see
+    :func:`number_proxies_from`), that is expected, so the warning is dropped."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         if not message.startswith("Tried to garbage collect non existing python proxy"):
             return True
         proxy_id = message.rsplit(" ", 1)[-1]
+        if _earlier_runs(proxy_id):
+            return False
         with _forgotten_lock:
             if proxy_id in _forgotten:
                 _forgotten.discard(proxy_id)

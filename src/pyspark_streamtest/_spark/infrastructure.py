@@ -8,6 +8,10 @@ worker started afresh, which must connect back to the JVM within 10 s, a limit S
 hard-codes; its socket to the JVM waits ``SPARK_AUTH_SOCKET_TIMEOUT`` (15 s by
 default). On a loaded machine those waits can run out although nothing is wrong with
 the query or its data. Each sign below is Spark's own text for one of those cases.
+
+The other machinery is Py4J's channel between the JVM and this Python process, over which
+the JVM calls the driver's clock and sink, ``foreachBatch`` functions and listeners: its
+failures (:func:`channel_failure`) are the harness's, never the batch's data.
 """
 
 from __future__ import annotations
@@ -33,6 +37,32 @@ _SIGNS: tuple[tuple[str, str], ...] = (
     ("while reading the port number from",
      "Spark's Python daemon did not start"),
 )
+
+
+_CHANNEL_SIGNS: tuple[tuple[str, str], ...] = (
+    ("Object ID unknown",
+     "the JVM called a Python object this process no longer knows (Py4J: Object ID "
+     "unknown)"),
+    ("Unknown command",
+     "the JVM and this Python process lost step on a Py4J connection (Unknown command)"),
+    ("new communication channel",
+     "the JVM could not open a Py4J callback connection to this Python process"),
+    ("Error while sending a command",
+     "a Py4J callback connection between the JVM and this Python process broke"),
+)
+"""Py4J's own texts (its Java side, 0.10.9.x) for a failed call from the JVM into this
+Python process: the channel, not what the call was to do."""
+
+
+def channel_failure(cause: str) -> str | None:
+    """What went wrong with Py4J's channel between the JVM and this process, in a few
+    words, for Spark's error text ``cause``; None when the channel did not fail (a
+    ``foreachBatch`` function's own exception comes back over a working channel, with
+    its Python traceback)."""
+    for sign, meaning in _CHANNEL_SIGNS:
+        if sign in cause:
+            return meaning
+    return None
 
 
 def infrastructure_failure(cause: str) -> str | None:

@@ -50,6 +50,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, WarmJvmError, hide_our_frames
 from . import _jvm_keeper
+from .callbacks import number_proxies_from
 
 __tracebackhide__ = hide_our_frames
 
@@ -211,7 +212,7 @@ def _take(folder: str, *, started_now: bool, lock: int | None = None) -> Any | N
         if info is not None:
             _give_up(folder, info)
         return None
-    gateway = _connect(info)
+    gateway = _connect(info, _count_run(folder))
     if gateway is None:
         _give_up(folder, info)
         os.close(lock)
@@ -244,6 +245,19 @@ def _lock(folder: str, patience_s: float = 0.5) -> int | None:
             time.sleep(0.02)
             continue
         return descriptor
+
+
+def _count_run(folder: str) -> int:
+    """How many runs attached to ``folder``'s JVM before this one (counted in its
+    ``runs`` file, with the folder's lock held): the run's proxy range (see
+    :func:`.callbacks.number_proxies_from`)."""
+    path = os.path.join(folder, "runs")
+    try:
+        run = int(Path(path).read_text())
+    except (OSError, ValueError):
+        run = 0  # the JVM's first run
+    _jvm_keeper._write_private(path, str(run + 1))
+    return run
 
 
 def _read_info(folder: str) -> dict[str, Any] | None:
@@ -291,9 +305,10 @@ def wait_gone(pids: Iterable[int], timeout_s: float) -> bool:
     return True
 
 
-def _connect(info: Mapping[str, Any]) -> Any | None:
-    """PySpark's gateway to the JVM of ``info``, the JVM cleaned for this run; None if it
-    does not answer within :data:`ANSWER_TIMEOUT_S`."""
+def _connect(info: Mapping[str, Any], run: int) -> Any | None:
+    """PySpark's gateway to the JVM of ``info``, the JVM cleaned for this run, the
+    ``run``-th on it, whose Python proxies get ids of their own; None if it does not
+    answer within :data:`ANSWER_TIMEOUT_S`."""
     from pyspark.java_gateway import launch_gateway
 
     found: list[Any] = []
@@ -310,6 +325,7 @@ def _connect(info: Mapping[str, Any]) -> Any | None:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+        number_proxies_from(gateway, run)
         found.append(gateway)
         _jvm_keeper.clean(gateway.jvm)
 

@@ -10,14 +10,16 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from .._spark import warm_jvm
 from .._spark.conf import scoped_sql_conf
 from .._spark.incompatible import incompatibility
-from .._spark.infrastructure import infrastructure_failure, machine_load
+from .._spark.infrastructure import channel_failure, infrastructure_failure, machine_load
 from .._spark.jvm import JavaObject, Jvm
 from .._spark.late_rows import replay_error
 from ..core.records import TestRecord
 from ..errors import (
     BatchFailedError,
+    CallbackChannelError,
     IncompatibleCheckpointError,
     SparkInfrastructureError,
     StreamingQueryFailedError,
@@ -55,6 +57,11 @@ def batch_failure(
     if refused is not None:
         return IncompatibleCheckpointError(output, batch_id, cause, records,
                                            change=refused[0], operator=refused[1])
+    channel = channel_failure(cause)
+    if channel is not None:
+        held = warm_jvm.held()
+        return CallbackChannelError(output, batch_id, cause, channel, machine_load(),
+                                    warm_jvm_pid=held.jvm_pid if held else None)
     machinery = infrastructure_failure(cause)
     if machinery is not None:
         return SparkInfrastructureError(output, batch_id, cause, machinery, machine_load())
