@@ -570,3 +570,42 @@ def test_an_earlier_run_s_proxies_collected_late_never_reach_the_next_run_s(proj
     project.run("test_leave_proxies.py")
     project.run("test_every_callback.py")
     assert project.fact("proxies-left")["pid"] == project.fact("callbacks")["pid"]
+
+
+def test_the_objects_an_ended_run_held_are_let_go_of(project):
+    """Py4J's gateway keeps each JVM object it handed to a Python process until that
+    process says it dropped it; a run's process ends holding many, and never says so.
+    The next run in the same JVM finds none of them bound (their memory can be
+    collected), and the number bound does not grow from run to run."""
+    project.write("test_hold_objects.py", """
+        from py4j.java_gateway import JavaObject
+
+        def bound(spark):
+            gateway = spark.sparkContext._gateway
+            server = JavaObject("GATEWAY_SERVER", gateway._gateway_client)
+            return [str(k) for k in server.getGateway().getBindings().keySet().toArray()]
+
+        def test_hold_objects(spark):
+            before = len(bound(spark))
+            held = [spark.sparkContext._jvm.java.util.ArrayList() for _ in range(300)]
+            kept = [spark.range(3)._jdf for _ in range(20)]
+            note("held", pid=jvm_pid(spark), ids=[o._target_id for o in held + kept],
+                 before=before, bound=bound(spark))
+    """)
+    project.write("test_find_them_gone.py", """
+        from test_hold_objects import bound
+
+        def test_find_them_gone(spark):
+            name = "again" if (FACTS / "after-held.json").exists() else "after-held"
+            note(name, pid=jvm_pid(spark), bound=bound(spark))
+    """)
+    project.run("test_hold_objects.py")
+    for _ in range(3):
+        project.run("test_find_them_gone.py")
+    held, after, again = project.fact("held"), project.fact("after-held"), project.fact("again")
+    assert held["pid"] == after["pid"]
+    assert set(held["ids"]) & set(after["bound"]) == set()  # type: ignore[arg-type]
+    assert set(held["ids"]) <= set(held["bound"])  # type: ignore[arg-type]
+    # No growth from run to run: the third run after finds as many as the first (with
+    # nothing let go of, each run left about 9 more).
+    assert len(again["bound"]) <= len(after["bound"]) + 5  # type: ignore[arg-type]

@@ -48,7 +48,8 @@ def clean(jvm: Any) -> None:
     """Make the JVM as a new one would be for the next run: stop a SparkContext a run
     left (a run that was killed, or did not stop its session), with its queries and
     Python workers; unload the state stores (a JVM-wide cache); put the logging back as
-    its configuration file says (``setLogLevel`` changes it for the whole JVM)."""
+    its configuration file says (``setLogLevel`` changes it for the whole JVM). (The
+    keeper then lets go of the ended run's objects: :func:`forget_runs_objects`.)"""
     active = _object(jvm, "org.apache.spark.SparkContext").getActive()
     if active.isDefined():
         active.get().stop()
@@ -57,6 +58,29 @@ def clean(jvm: Any) -> None:
         state_store.stop()
     context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
     context.reconfigure()
+
+
+def forget_runs_objects(gateway: Any) -> int:
+    """Let go of the JVM objects that ended runs still held through Py4J; how many.
+
+    Py4J's gateway keeps every JVM object it handed to a Python process (``o123``) until
+    that process says it dropped it. A run's process ends holding many (its session, its
+    DataFrames, its queries), and nothing ever says so: a warm JVM would keep them all,
+    and their memory, across every later run. Run only while no run is attached (the
+    keeper, holding the lock): every object id then is an ended run's, but for the ones
+    this call holds itself."""
+    from py4j.java_gateway import JavaObject
+
+    server = JavaObject("GATEWAY_SERVER", gateway._gateway_client)
+    bindings = server.getGateway().getBindings()
+    keys = [str(key) for key in bindings.keySet().toArray()]  # read whole, then removed
+    held = {bindings._target_id}
+    forgotten = 0
+    for key in keys:
+        if key.startswith("o") and key not in held:
+            bindings.remove(key)
+            forgotten += 1
+    return forgotten
 
 
 def _object(jvm: Any, name: str) -> Any:
@@ -151,7 +175,8 @@ def main(folder: str, idle_s: float) -> int:
             if clean_needed:
                 marker = os.path.join(folder, "cleaning")
                 _write_private(marker, "")  # a run that finds the lock taken waits
-                if not _bounded(lambda: clean(gateway.jvm), CLEAN_TIMEOUT_S):
+                if not _bounded(lambda: (clean(gateway.jvm), forget_runs_objects(gateway)),
+                                CLEAN_TIMEOUT_S):
                     return 1
                 os.unlink(marker)
                 clean_needed = False

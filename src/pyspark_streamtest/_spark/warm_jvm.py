@@ -328,6 +328,8 @@ def _connect(info: Mapping[str, Any], run: int) -> Any | None:
         number_proxies_from(gateway, run)
         found.append(gateway)
         _jvm_keeper.clean(gateway.jvm)
+        # The keeper does this after each run, unless this run took the lock first.
+        _jvm_keeper.forget_runs_objects(gateway)
 
     if not _jvm_keeper._bounded(connect, ANSWER_TIMEOUT_S) or not found:
         return None
