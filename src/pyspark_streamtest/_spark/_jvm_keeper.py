@@ -83,6 +83,11 @@ def forget_runs_objects(gateway: Any) -> int:
     return forgotten
 
 
+def _clean_after_run(gateway: Any) -> None:
+    clean(gateway.jvm)
+    forget_runs_objects(gateway)
+
+
 def _object(jvm: Any, name: str) -> Any:
     """A Scala object (``Name$.MODULE$``) of the JVM, or None where this Spark has none.
     (What ``Jvm.scala_object`` gives, read as a static field through Py4J's JVM view:
@@ -175,8 +180,7 @@ def main(folder: str, idle_s: float) -> int:
             if clean_needed:
                 marker = os.path.join(folder, "cleaning")
                 _write_private(marker, "")  # a run that finds the lock taken waits
-                if not _bounded(lambda: (clean(gateway.jvm), forget_runs_objects(gateway)),
-                                CLEAN_TIMEOUT_S):
+                if not _bounded(lambda: _clean_after_run(gateway), CLEAN_TIMEOUT_S):
                     return 1
                 os.unlink(marker)
                 clean_needed = False
