@@ -67,7 +67,18 @@ def test_workers_that_do_not_register_in_time_are_stopped(tmp_path):
     assert cluster_status(state) is None
     assert (state / "logs" / "master.log").exists()  # kept for reading
     pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
-    assert not [pid for pid in pids if _running(pid) and _cwd(pid).startswith(str(state))]
+    left = [pid for pid in pids if _running(pid) and _cwd(pid).startswith(str(state))]
+    assert not left, [_described(pid) for pid in left]  # what it is, if one is left
+
+
+def _described(pid: int) -> str:
+    """A process's state, parent and group (``/proc/PID/stat``) and its command line."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError as gone:
+        return f"{pid}: {gone}"
+    return f"{pid}: {stat[stat.rfind(')') + 2:].split()[:4]} {cmdline.decode()[:300]}"
 
 
 def _cwd(pid: int) -> str:
