@@ -555,7 +555,7 @@ _LEAVE_PROXIES = """
 """
 
 
-def test_an_earlier_run_s_proxies_collected_late_never_reach_the_next_run_s(project):
+def test_an_earlier_run_s_proxies_collected_late_never_reach_the_next_run_s(project, tmp_path):
     """Issue 49: Py4J numbers a process's Python proxies p0, p1, ... and a JVM proxy's
     finalizer tells the gateway's callback peer *of that moment* to forget its id. The
     first run leaves the proxies of 20 drivers, closed as the run ends, for the JVM to
@@ -567,12 +567,16 @@ def test_an_earlier_run_s_proxies_collected_late_never_reach_the_next_run_s(proj
     (with the ranges left out, its first batch failed with "Object ID unknown")."""
     project.write("test_leave_proxies.py", _LEAVE_PROXIES)
     project.write("test_every_callback.py", _EVERY_CALLBACK)
-    project.run("test_leave_proxies.py")
-    project.run("test_every_callback.py")
+    jvms = str(tmp_path / "proxy-jvms")  # one JVM for both runs: no other waits beside it
+    try:
+        project.run("test_leave_proxies.py", STREAMTEST_WARM_JVM_DIR=jvms)
+        project.run("test_every_callback.py", STREAMTEST_WARM_JVM_DIR=jvms)
+    finally:
+        _end_all(Path(jvms))
     assert project.fact("proxies-left")["pid"] == project.fact("callbacks")["pid"]
 
 
-def test_the_objects_an_ended_run_held_are_let_go_of(project):
+def test_the_objects_an_ended_run_held_are_let_go_of(project, tmp_path):
     """Py4J's gateway keeps each JVM object it handed to a Python process until that
     process says it dropped it; a run's process ends holding many, and never says so.
     The next run in the same JVM finds none of them bound (their memory can be
@@ -599,9 +603,13 @@ def test_the_objects_an_ended_run_held_are_let_go_of(project):
             name = "again" if (FACTS / "after-held.json").exists() else "after-held"
             note(name, pid=jvm_pid(spark), bound=bound(spark))
     """)
-    project.run("test_hold_objects.py")
-    for _ in range(3):
-        project.run("test_find_them_gone.py")
+    jvms = str(tmp_path / "bound-jvms")  # every run in one JVM: no other waits beside it
+    try:
+        project.run("test_hold_objects.py", STREAMTEST_WARM_JVM_DIR=jvms)
+        for _ in range(3):
+            project.run("test_find_them_gone.py", STREAMTEST_WARM_JVM_DIR=jvms)
+    finally:
+        _end_all(Path(jvms))
     held, after, again = project.fact("held"), project.fact("after-held"), project.fact("again")
     assert held["pid"] == after["pid"]
     assert set(held["ids"]) & set(after["bound"]) == set()  # type: ignore[arg-type]
