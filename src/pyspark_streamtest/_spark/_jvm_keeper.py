@@ -60,8 +60,8 @@ def clean(jvm: Any) -> None:
     context.reconfigure()
 
 
-def forget_runs_objects(gateway: Any) -> int:
-    """Let go of the JVM objects that ended runs still held through Py4J; how many.
+def forget_runs_objects(gateway: Any) -> None:
+    """Let go of the JVM objects that ended runs still held through Py4J.
 
     Py4J's gateway keeps every JVM object it handed to a Python process (``o123``) until
     that process says it dropped it. A run's process ends holding many (its session, its
@@ -74,13 +74,9 @@ def forget_runs_objects(gateway: Any) -> int:
     server = JavaObject("GATEWAY_SERVER", gateway._gateway_client)
     bindings = server.getGateway().getBindings()
     keys = [str(key) for key in bindings.keySet().toArray()]  # read whole, then removed
-    held = {bindings._target_id}
-    forgotten = 0
     for key in keys:
-        if key.startswith("o") and key not in held:
+        if key.startswith("o") and key != bindings._target_id:
             bindings.remove(key)
-            forgotten += 1
-    return forgotten
 
 
 def _clean_after_run(gateway: Any) -> None:
