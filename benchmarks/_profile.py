@@ -32,8 +32,8 @@ from typing import Any
 from py4j.java_gateway import GatewayClient
 from pyspark.sql import SparkSession
 
-from pyspark_streamtest._spark.clock import ManualClock
-from pyspark_streamtest._spark.sink import CollectingSink
+from pyspark_streamtest._spark.query.clock import ManualClock
+from pyspark_streamtest._spark.query.sink import CollectingSink
 from pyspark_streamtest.core._costs import spent
 
 

@@ -37,7 +37,7 @@ def _measure(mode: str, steps: int, warmup: int) -> dict[str, float]:
     from pyspark.sql import functions as F
 
     from pyspark_streamtest import Topology, TopologyTestDriver
-    from pyspark_streamtest._spark.session import build_test_session
+    from pyspark_streamtest._spark.runtime.session import build_test_session
 
     spark = build_test_session(master="local[2]", connect=mode == "connect")
 

@@ -180,8 +180,9 @@ def measure(runs: int, suite_tests: int) -> dict[str, Any]:
                               + ("" if busy is None else
                                  f", {busy:.2f} of {os.cpu_count()} cores busy"), flush=True)
         finally:
-            subprocess.run([sys.executable, "-m", "pyspark_streamtest.cli", "warm-jvm", "stop",
-                            "--in-use"], env={**os.environ, "STREAMTEST_WARM_JVM_DIR": jvms},
+            subprocess.run([sys.executable, "-m", "pyspark_streamtest.gates.cli", "warm-jvm",
+                            "stop", "--in-use"],
+                           env={**os.environ, "STREAMTEST_WARM_JVM_DIR": jvms},
                            capture_output=True, timeout=300, check=False)
     one_cold, one_warm = results["one_test_cold_s"], results["one_test_warm_s"]
     results["one_test_warm_over_cold"] = round(one_warm / one_cold, 2)

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from pyspark_streamtest._spark import warm_workers
+from pyspark_streamtest._spark.runtime import warm_workers
 
 PROBE = """\
 import time

@@ -11,16 +11,16 @@ def test_options_are_in_one_group(pytester):
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines([
         "*pyspark-streamtest (Spark streaming tests)*",
-        "*--streamtest-master*, --spark-master=URL*",  # 3.13: metavar once
-        "*--streamtest-conf*, --spark-conf=KEY=VALUE*",
+        "*--streamtest-master=URL*",
+        "*--streamtest-conf=KEY=VALUE*",
     ])
 
 
 def test_report_header_names_the_versions(pytester):
-    from pyspark_streamtest._plugin_session import _java_version
+    from pyspark_streamtest.plugin._session import _java_version
 
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("--spark-master=local[1]")
+    result = pytester.runpytest("--streamtest-master=local[1]")
     result.stdout.fnmatch_lines([
         f"pyspark-streamtest *: PySpark *, Java {_java_version()}, Python *, "
         "spark master local?1?*",
@@ -29,7 +29,7 @@ def test_report_header_names_the_versions(pytester):
 
 
 def test_the_header_s_java_is_java_home_s_read_from_its_release_file(tmp_path, monkeypatch):
-    from pyspark_streamtest._plugin_session import _java_version
+    from pyspark_streamtest.plugin._session import _java_version
 
     (tmp_path / "release").write_text('IMPLEMENTOR="Test"\nJAVA_VERSION="21.0.4"\n')
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
@@ -41,7 +41,7 @@ def test_the_header_s_java_is_java_home_s_read_from_its_release_file(tmp_path, m
 def test_the_header_s_java_is_found_through_the_path_s_java_link(tmp_path, monkeypatch):
     """Without JAVA_HOME, the ``java`` on the PATH, followed to its installation (Debian
     links /usr/bin/java through /etc/alternatives), as Spark's launcher runs it."""
-    from pyspark_streamtest._plugin_session import _java_version
+    from pyspark_streamtest.plugin._session import _java_version
 
     home = tmp_path / "jdk"
     (home / "bin").mkdir(parents=True)
@@ -59,7 +59,7 @@ def test_the_header_s_java_is_found_through_the_path_s_java_link(tmp_path, monke
 
 def test_bad_spark_conf_is_a_usage_error_before_spark_starts(pytester):
     pytester.makepyfile("def test_uses_spark(spark):\n    pass\n")
-    result = pytester.runpytest("--spark-conf", "no-equals-sign")
+    result = pytester.runpytest("--streamtest-conf", "no-equals-sign")
     result.stderr.fnmatch_lines(["*--streamtest-conf* expects KEY=VALUE, got "
                                  "'no-equals-sign'*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # at start: no test ran, no Spark
@@ -95,7 +95,7 @@ def test_durations_cross_from_xdist_workers_to_the_controller(pytester):
 
 
 def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pytester):
-    from pyspark_streamtest._plugin_session import _spark_master, _xdist_workers
+    from pyspark_streamtest.plugin._session import _spark_master, _xdist_workers
 
     config = pytester.parseconfig()
     assert _xdist_workers(config) == 1
@@ -104,11 +104,11 @@ def test_the_master_follows_the_worker_count_and_an_explicit_option_wins(pyteste
     worker.workerinput = {"workerid": "gw0", "workercount": 2 * _cores()}  # as xdist sets it
     assert _xdist_workers(worker) == 2 * _cores()
     assert _spark_master(config, 2 * _cores()) == "local[1]"
-    assert _spark_master(pytester.parseconfig("--spark-master=local[3]"), 4) == "local[3]"
+    assert _spark_master(pytester.parseconfig("--streamtest-master=local[3]"), 4) == "local[3]"
 
 
 def test_a_cluster_master_comes_from_the_option_or_the_environment(pytester, monkeypatch):
-    from pyspark_streamtest._plugin_session import _spark_master
+    from pyspark_streamtest.plugin._session import _spark_master
 
     monkeypatch.setenv("STREAMTEST_MASTER", "spark://127.0.0.1:7000")
     assert _spark_master(pytester.parseconfig(), 2) == "spark://127.0.0.1:7000"
@@ -117,10 +117,10 @@ def test_a_cluster_master_comes_from_the_option_or_the_environment(pytester, mon
 
 
 def test_shared_cores_jvm_options_only_under_xdist_and_an_explicit_setting_wins(pytester):
-    from pyspark_streamtest._plugin_session import _jvm_options
     from pyspark_streamtest.core.session import SHARED_CORES_JVM_OPTIONS
+    from pyspark_streamtest.plugin._session import _jvm_options
 
     assert _jvm_options(pytester.parseconfig(), 1) == ""
     assert _jvm_options(pytester.parseconfig(), 2) == SHARED_CORES_JVM_OPTIONS
-    own = pytester.parseconfig("--spark-conf", "spark.driver.extraJavaOptions=-Xss4m")
+    own = pytester.parseconfig("--streamtest-conf", "spark.driver.extraJavaOptions=-Xss4m")
     assert _jvm_options(own, 2) == ""

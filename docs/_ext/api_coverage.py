@@ -33,8 +33,8 @@ PUBLIC_MODULES = (
 )
 PUBLIC_OBJECTS = (
     "pyspark_streamtest.plugin.DriverFactory",  # what the topology_driver fixture is
-    "pyspark_streamtest.canned.CannedStream",  # what the canned-stream fixtures are
-    "pyspark_streamtest.canned.CannedRecord",
+    "pyspark_streamtest.gates.canned.CannedStream",  # what the canned-stream fixtures are
+    "pyspark_streamtest.gates.canned.CannedRecord",
 )
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"

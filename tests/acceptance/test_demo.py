@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pyspark_streamtest.canned import clickstream
 from pyspark_streamtest.gates._demo import run_demo
+from pyspark_streamtest.gates.canned import clickstream
 
 
 def test_demo_prints_the_documented_timeline(spark):

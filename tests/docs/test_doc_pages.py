@@ -114,7 +114,7 @@ def _page_id(page: Path) -> str:
 def _missing_features(function: Any, spark: Any) -> list[str]:
     """What the ``streamtest_requires`` marks of ``function`` ask for and ``spark`` lacks."""
     from pyspark_streamtest import UnsupportedFeatureError, require_feature
-    from pyspark_streamtest.features import as_feature
+    from pyspark_streamtest.core.features import as_feature
 
     wanted = [as_feature(feature)
               for mark in getattr(function, "pytestmark", [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_streamtest.canned import load
+from pyspark_streamtest.gates.canned import load
 
 
 @pytest.mark.parametrize("name", ["clickstream", "customers_cdc", "iot_readings",

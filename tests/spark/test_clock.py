@@ -1,4 +1,4 @@
-"""The query's manual clock (``_spark/clock.py``): a JVM object the driver moves and the
+"""The query's manual clock (``_spark/query/clock.py``): a JVM object the driver moves and the
 stream thread waits on. Here a Python thread plays the stream thread: its Py4J call of
 ``waitTillTime`` blocks in the JVM as the stream thread's call does."""
 
@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from pyspark_streamtest._spark.clock import (
+from pyspark_streamtest._spark.jvm import Jvm
+from pyspark_streamtest._spark.query.clock import (
     ClockWaitTimeoutError,
     ManualClock,
     QueryInactiveError,
 )
-from pyspark_streamtest._spark.jvm import Jvm
 
 _BOUND_S = 30.0  # every wait below is bounded; a healthy clock answers at once
 

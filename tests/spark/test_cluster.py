@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pyspark_streamtest import ClusterError, ClusterRunningError
-from pyspark_streamtest.cli import main
 from pyspark_streamtest.cluster import cluster_status, start_cluster, stop_cluster
+from pyspark_streamtest.gates.cli import main
 
 
 def _running(pid: int) -> bool:

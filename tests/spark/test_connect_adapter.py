@@ -1,4 +1,4 @@
-"""The Spark Connect adapter (``_spark/connect.py``, issue 40's foundation): a Connect
+"""The Spark Connect adapter (``_spark/connect/session.py``, issue 40's foundation): a Connect
 DataFrame over the driver's own memory stream, planned by the server's planner into a
 query the driver starts with its clock. Connect mode is a whole process's, so the
 Connect side runs in a process of its own; its query runs with Spark's JVM clock and
@@ -19,11 +19,11 @@ from pyspark_streamtest.errors import SparkConnectNotSupportedError
 SCRIPT = textwrap.dedent('''
     import json, sys, tempfile
     from pyspark.sql.types import StructType, StructField, StringType, TimestampType
-    from pyspark_streamtest._spark import connect
+    from pyspark_streamtest._spark.connect import session as connect
     from pyspark_streamtest._spark.alone import AloneQuery
     from pyspark_streamtest._spark.jvm import Jvm
-    from pyspark_streamtest._spark.memory_stream import JsonMemoryStream
-    from pyspark_streamtest._spark.session import build_test_session
+    from pyspark_streamtest._spark.query.memory_stream import JsonMemoryStream
+    from pyspark_streamtest._spark.runtime.session import build_test_session
 
     token = connect.new_token()
     classic = build_test_session(master="local[1]", conf=connect.server_settings(token))
@@ -87,7 +87,7 @@ def test_a_connect_topology_runs_on_the_driver_s_stream_as_spark_plans_it(spark,
 
 
 def test_a_spark_without_a_connect_server_says_so(spark):
-    from pyspark_streamtest._spark import connect
+    from pyspark_streamtest._spark.connect import session as connect
 
     jvm = Jvm(spark)
     if jvm.class_exists("org.apache.spark.sql.connect.service.SessionKey"):

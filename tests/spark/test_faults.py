@@ -87,7 +87,7 @@ def test_the_jvm_killed_mid_batch_gives_spark_died_without_hanging(pytester):
     pytester.makepyfile(test_killed_mid_batch=_TOPOLOGY + """
 
 def test_kill_mid_batch(spark, monkeypatch):
-    from pyspark_streamtest._spark import sink
+    from pyspark_streamtest._spark.query import sink
 
     def killing(self, jds, batch_id):  # runs on Spark's stream thread, in the batch
         kill_jvm(spark)
@@ -209,7 +209,7 @@ def _raise_in(cls_path: str, method: str):
 @pytest.mark.parametrize(("fault", "then", "error"), [
     (_corrupt_offset_log, "restart", "StreamTestError"),
     (_checkpoint_not_writable, "advance", "StreamingQueryFailedError"),
-    (_raise_in("pyspark_streamtest._spark.sink.CollectingSink", "apply"), "advance",
+    (_raise_in("pyspark_streamtest._spark.query.sink.CollectingSink", "apply"), "advance",
      "StreamingQueryFailedError"),
 ], ids=["corrupt-offset-log", "checkpoint-not-writable", "sink-raises"])
 def test_a_fault_is_a_typed_error_and_leaves_nothing_running(spark, tmp_path, fault, then,

@@ -78,7 +78,7 @@ def test_golden_is_written_matched_and_diffed_by_batch(pytester, spark):
 
 
 def test_difference_summary_counts_missing_and_extra_batches():
-    from pyspark_streamtest.golden import describe_difference
+    from pyspark_streamtest.reporting.golden import describe_difference
 
     old = textwrap.dedent("""\
         # header

@@ -22,12 +22,12 @@ def _threads_in_clock_callbacks() -> list[str]:
     """Stacks of Python threads currently inside our clock (the clock lives in the JVM
     since the stream thread stopped calling Python for the time: none ever is)."""
     stacks = ["".join(traceback.format_stack(frame)) for frame in sys._current_frames().values()]
-    return [stack for stack in stacks if "_spark/clock.py" in stack and "waitTillTime" in stack]
+    return [stack for stack in stacks if "_spark/query/clock.py" in stack and "waitTillTime" in stack]
 
 
 def _jvm_threads_waiting_on_clocks(spark) -> list[str]:
     """Names of the JVM threads waiting in a query's clock (``waitTillTime``)."""
-    from pyspark_streamtest._spark.clock import _CLASS_NAME
+    from pyspark_streamtest._spark.query.clock import _CLASS_NAME
 
     traces = spark._jvm.java.lang.Thread.getAllStackTraces()
     waiting = []
@@ -52,7 +52,7 @@ def test_close_while_records_are_pending(spark, tmp_path):
 
 def _checkpoint_manager(driver: TopologyTestDriver) -> str:
     """The class of the CheckpointFileManager the (only) query's offset log writes with."""
-    from pyspark_streamtest._spark.query import stream_execution
+    from pyspark_streamtest._spark.query.start import stream_execution
 
     (runner,) = driver._queries.runners
     log = stream_execution(runner._jquery).offsetLog()
@@ -63,8 +63,8 @@ def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(
     """The driver's queries write checkpoints with Spark's FileSystem-based manager (no
     chmod/readlink process per file), and the session keeps its own setting; a driver's
     sql_conf overrides the choice. Restart and state still work with it."""
-    from pyspark_streamtest._spark.checkpoint import CHECKPOINT_MANAGER_KEY
     from pyspark_streamtest._spark.jvm import Jvm
+    from pyspark_streamtest._spark.query.checkpoint import CHECKPOINT_MANAGER_KEY
 
     session_value = spark.conf.get(CHECKPOINT_MANAGER_KEY, None)
     with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
@@ -214,7 +214,7 @@ def _unclosed(spark, root, monkeypatch) -> None:
 
 
 def _interrupted(spark, root, monkeypatch) -> None:
-    from pyspark_streamtest._spark import sink
+    from pyspark_streamtest._spark.query import sink
 
     collect = sink.CollectingSink.apply
 
@@ -245,8 +245,8 @@ _KINDS = (_plain, _restarted, _failed, _unclosed, _interrupted, _reset)
 
 def _leftovers(spark, root) -> dict[str, int]:
     """What a finished lifecycle must not leave behind, counted."""
-    from pyspark_streamtest._spark.clock import ManualClock
-    from pyspark_streamtest._spark.sink import CollectingSink
+    from pyspark_streamtest._spark.query.clock import ManualClock
+    from pyspark_streamtest._spark.query.sink import CollectingSink
     from pyspark_streamtest.driver._lifecycle import await_released
     from pyspark_streamtest.driver._runner import QueryRunner
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 import pyspark_streamtest.errors as errors
 from pyspark_streamtest import StreamTestError, Topology, TopologyTestDriver
-from pyspark_streamtest.features import Feature
+from pyspark_streamtest.core.features import Feature
 from tests.helpers import T0
 
 NAIVE = datetime(2024, 1, 1)
@@ -186,7 +186,7 @@ NEEDS_STATE_READS = {"state-of-stateless-output", "state-unknown-operator",
 def test_misuse_is_a_typed_error_and_the_driver_carries_on(driver, spark, request, call,
                                                             error, words):
     if request.node.callspec.id in NEEDS_STATE_READS:
-        from pyspark_streamtest.features import supported_features
+        from pyspark_streamtest.core.features import supported_features
 
         if Feature.STATE_STORE_READS not in supported_features(spark):
             pytest.skip("state reads need PySpark 4.0+")

@@ -18,7 +18,7 @@ from pyspark_streamtest import (
     TopologyTestDriver,
     supported_features,
 )
-from pyspark_streamtest._spark import sink as sink_module
+from pyspark_streamtest._spark.query import sink as sink_module
 from pyspark_streamtest.driver import _twin
 from tests.helpers import at, clicks_per_user
 

@@ -1,5 +1,5 @@
 """PySpark's NumPy converters for Py4J, asked only once NumPy is loaded
-(``_spark/py4j_converters.py``): a run that never uses NumPy or pandas does not import
+(``_spark/runtime/py4j_converters.py``): a run that never uses NumPy or pandas does not import
 them on its first call to the JVM, and NumPy values still reach the JVM as PySpark
 converts them."""
 
@@ -11,14 +11,14 @@ import numpy as np
 from py4j import protocol
 from pyspark.sql import functions as F
 
-from pyspark_streamtest._spark import py4j_converters
+from pyspark_streamtest._spark.runtime import py4j_converters
 from tests.helpers import python_json
 
 _ASK = """
     import datetime, json, sys
     from py4j import protocol
     import pyspark.sql.types
-    from pyspark_streamtest._spark import py4j_converters
+    from pyspark_streamtest._spark.runtime import py4j_converters
 
     def names():
         return [type(getattr(c, "converter", c)).__name__ for c in protocol.INPUT_CONVERTER]

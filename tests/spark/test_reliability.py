@@ -30,8 +30,8 @@ from pyspark_streamtest import (
     Topology,
     TopologyTestDriver,
 )
+from pyspark_streamtest.core.features import Feature, supported_features
 from pyspark_streamtest.driver._lifecycle import await_released
-from pyspark_streamtest.features import Feature, supported_features
 from tests.helpers import T0
 
 needs_state_reads = pytest.mark.streamtest_requires(Feature.STATE_STORE_READS)
@@ -167,7 +167,7 @@ def test_an_interrupt_mid_batch_closes_the_driver_and_every_later_call_says_so(
 ):
     """A real SIGINT, sent to the test's thread while Spark runs the batch (from the
     sink callback, on Spark's stream thread), as Ctrl-C would."""
-    from pyspark_streamtest._spark import sink
+    from pyspark_streamtest._spark.query import sink
 
     collect = sink.CollectingSink.apply
 

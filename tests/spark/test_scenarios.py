@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_streamtest.cli import main
-from pyspark_streamtest.scenario import run_scenario
+from pyspark_streamtest.gates.cli import main
+from pyspark_streamtest.gates.scenario import run_scenario
 
 pytest_plugins = ["pytester"]
 
@@ -79,7 +79,7 @@ def test_a_failing_expectation_exits_1_with_the_difference_junit_and_picture(tmp
 
 def test_an_invalid_file_exits_1_with_its_line(tmp_path, capsys):
     bad = tmp_path / "bad.streamtest.yaml"
-    bad.write_text("topology: pyspark_streamtest.canned:clicks_per_user\nsteps:\n  - wait: 1s\n")
+    bad.write_text("topology: pyspark_streamtest.gates.canned:clicks_per_user\nsteps:\n  - wait: 1s\n")
     report = tmp_path / "junit.xml"
     assert main(["run", str(bad), "--junitxml", str(report)]) == 1
     assert "bad.streamtest.yaml:3: steps[0]: unknown step 'wait'" in capsys.readouterr().out
@@ -140,7 +140,7 @@ def test_pytest_collects_scenario_files(pytester, tmp_path):
     shutil.copy(failing_copy(tmp_path), pytester.path / "wrong_count.streamtest.yaml")
     (pytester.path / "bad.streamtest.yml").write_text("steps:\n  - process: now\n")
     pytester.makepyfile(test_driver="""
-        from pyspark_streamtest.canned import clicks_per_user
+        from pyspark_streamtest.gates.canned import clicks_per_user
 
         def test_fails_after_a_batch(topology_driver):
             driver = topology_driver(clicks_per_user)

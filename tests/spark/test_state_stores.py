@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from pyspark_streamtest import Feature, StateStoreError, Topology, supported_features
-from pyspark_streamtest.features import UnsupportedFeatureError
+from pyspark_streamtest.core.features import UnsupportedFeatureError
 from pyspark_streamtest.state import Window
 from tests.helpers import at, clicks_per_user
 from tests.spark.test_stateful_operators import ad_clicks, dedup

@@ -5,7 +5,7 @@ stopped run that is still running could write into the deleted folder: a killed 
 store task aborts its store in a task completion listener, which creates the version's
 delta temporary file (with Hadoop's ``.crc`` beside it) and deletes it again. Spark
 reports a cancelled job as ended before its killed tasks have ended, so the stop must
-wait for the tasks themselves (``_spark/query.py``).
+wait for the tasks themselves (``_spark/query/start.py``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_no_task_of_a_run_stopped_mid_batch_outlives_the_stop(spark, tmp_path, m
     moment ``stop_query`` returns, no task of the run is still running (checked against
     the JVM's task threads, not against what Spark reports); once the driver has
     closed, its checkpoint is gone."""
-    from pyspark_streamtest._spark import sink
+    from pyspark_streamtest._spark.query import sink
     from pyspark_streamtest.driver import _runner
 
     collect = sink.CollectingSink.apply

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from pyspark_streamtest import StreamingQueryFailedError, Topology, TopologyTestDriver
-from pyspark_streamtest.features import Feature, supported_features
+from pyspark_streamtest.core.features import Feature, supported_features
 
 CI_EXAMPLES = int(os.environ.get("STREAMTEST_EXAMPLES", "25")) // 5 or 1
 STRESS_EXAMPLES = int(os.environ.get("STREAMTEST_STRESS_EXAMPLES", "60"))

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from pyspark_streamtest import OutputMismatchError, Topology, assert_values_equal
 from pyspark_streamtest.errors import InvalidArgumentError
-from pyspark_streamtest.scenario import run_scenario
+from pyspark_streamtest.gates.scenario import run_scenario
 
 
 def gross_prices(t: Topology) -> None:

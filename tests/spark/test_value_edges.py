@@ -19,7 +19,7 @@ from pyspark_streamtest import (
     TimeOutOfRangeError,
     Topology,
 )
-from pyspark_streamtest.features import Feature
+from pyspark_streamtest.core.features import Feature
 from pyspark_streamtest.state import Window
 
 needs_state_reads = pytest.mark.streamtest_requires(Feature.STATE_STORE_READS)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_streamtest._spark import warm_jvm
+from pyspark_streamtest._spark.runtime import warm_jvm
 
 pytestmark = pytest.mark.skipif(not warm_jvm.available(), reason="warm JVMs need POSIX")
 
@@ -211,7 +211,7 @@ def test_edited_user_code_is_the_code_that_runs(project):
     assert one["got"] == [{"score": 2}]
     assert two["got"] == [{"score": 101}]
     # Nothing of the run needed pandas, nor PySpark's testing module that PySpark's NumPy
-    # converters import for the first call to the JVM (see _spark/py4j_converters.py).
+    # converters import for the first call to the JVM (see _spark/runtime/py4j_converters.py).
     assert one["loaded"] == two["loaded"] == []
 
 
@@ -388,7 +388,7 @@ def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
     jvms = tmp_path / "listed-jvms"
     pid = _jvm_of_a_run(project, "listed", STREAMTEST_WARM_JVM_DIR=str(jvms))
     env = {**project.env(), "STREAMTEST_WARM_JVM_DIR": str(jvms)}
-    command = [sys.executable, "-m", "pyspark_streamtest.cli", "warm-jvm"]
+    command = [sys.executable, "-m", "pyspark_streamtest.gates.cli", "warm-jvm"]
     listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True,
                             timeout=60, check=True)
     assert f"JVM pid {pid} (waiting)" in listed.stdout

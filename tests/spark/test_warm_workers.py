@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from pyspark_streamtest import Feature
-from pyspark_streamtest._spark import warm_workers
+from pyspark_streamtest._spark.runtime import warm_workers
 from tests.spark.test_transform_with_state import ROCKSDB, _run_and_check
 
 pytestmark = pytest.mark.skipif(
@@ -159,7 +159,7 @@ def test_the_planner_s_own_log_lines_are_dropped_and_the_user_s_prints_stay():
     when a line has arrived there: the filter is checked on the worker's side.)"""
     import io
 
-    from pyspark_streamtest._spark import _worker_server
+    from pyspark_streamtest._spark.runtime import _worker_server
 
     out = io.StringIO()
     quiet = _worker_server._WithoutPlannerLogs(out)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from pathlib import Path
 
 import grimp
@@ -19,31 +18,22 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(pyspark_streamtest.__file__).parent
 MAX_LINES = 500
 
-# Old flat module paths that moved into rooms: kept so that users' imports keep working.
-COMPATIBILITY_PATHS = {
-    "assertions": "core.equality",
-    "canned": "gates.canned",
-    "cli": "gates.cli",
-    "clock": "core.time",
-    "features": "core.features",
-    "golden": "reporting.golden",
-    "picture": "reporting.picture",
-    "records": "core.records",
-    "report": "reporting.timeline",
-    "scenario": "gates.scenario",
-    "session": "core.session",
-    "topics": "driver.input_topic",
-    "topology": "driver.topology",
-}
+# The module paths the docs show (API reference pages, how-tos): each must import.
 DOCUMENTED_MODULES = [
     "errors", "kafka", "state", "plugin", "driver", "testing", "testing.strategies",
-    "testing.model", "testing.invariants", *COMPATIBILITY_PATHS,
+    "testing.model", "testing.invariants", "core.equality", "core.features", "core.records",
+    "core.session", "core.time", "driver.topology", "driver.input_topic",
+    "driver.output_topic", "gates.canned", "gates.cli", "gates.scenario",
+    "gates.scenario_file", "reporting.golden", "reporting.picture", "reporting.timeline",
 ]
+# The package's floors from the top (pyproject.toml's first contract): each is a folder.
+ROOMS = ["plugin", "gates", "cluster", "reporting", "testing", "driver", "app", "kafka",
+         "state", "core", "_spark"]
 
 
 def test_import_contracts_hold():
-    """import-linter's contracts in pyproject.toml: the layers, and no room using a
-    compatibility path."""
+    """import-linter's contracts in pyproject.toml: the package's layers, and the floors
+    inside the plugin and inside the adapter."""
     assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True,
                         no_logo=True) == 0
 
@@ -82,23 +72,26 @@ def test_documented_module_paths_import(module):
             f"{imported.__name__}.{name}") is not None, f"{imported.__name__}.{name}"
 
 
-@pytest.mark.parametrize(("old", "home"), sorted(COMPATIBILITY_PATHS.items()))
-def test_compatibility_paths_hand_out_the_same_objects(old, home):
-    shim = importlib.import_module(f"pyspark_streamtest.{old}")
-    room = importlib.import_module(f"pyspark_streamtest.{home}")
-    for name in shim.__all__:
-        value = getattr(shim, name)
-        if hasattr(pyspark_streamtest, name):
-            assert value is getattr(pyspark_streamtest, name), name
-        if hasattr(room, name):
-            assert value is getattr(room, name), name
+def test_the_package_s_top_holds_the_face_errors_and_folders_only():
+    top = sorted(path.name for path in PACKAGE.iterdir() if path.name != "__pycache__")
+    assert top == sorted(["__init__.py", "errors.py", "py.typed", *ROOMS])
+    assert all((PACKAGE / room / "__init__.py").is_file() for room in ROOMS)
 
 
-def test_scenario_files_can_still_name_the_canned_topologies_by_their_old_path():
+def test_no_room_holds_more_than_a_quarter_of_the_package():
+    def lines(paths):
+        return sum(len(path.read_text().splitlines()) for path in paths)
+
+    total = lines(PACKAGE.rglob("*.py"))
+    shares = {room: lines((PACKAGE / room).rglob("*.py")) / total for room in ROOMS}
+    assert {room: round(share, 3) for room, share in shares.items() if share > 0.25} == {}
+
+
+def test_scenario_files_name_the_canned_topologies_by_their_module_path():
     from pyspark_streamtest.gates.canned import clicks_per_user
     from pyspark_streamtest.gates.scenario import resolve_topology
 
-    assert resolve_topology("pyspark_streamtest.canned:clicks_per_user") is clicks_per_user
+    assert resolve_topology("pyspark_streamtest.gates.canned:clicks_per_user") is clicks_per_user
 
 
 def test_the_console_script_points_at_the_cli():
@@ -109,14 +102,16 @@ def test_the_console_script_points_at_the_cli():
     (plugin,) = [e for e in entry_points(group="pytest11") if e.name == "pyspark_streamtest"]
     assert script.value == "pyspark_streamtest.gates.cli:main"
     assert plugin.value == "pyspark_streamtest.plugin"
-    assert os.path.basename(importlib.import_module(plugin.value).__file__ or "") == "plugin.py"
+    # the plugin is one folder, its face the folder's __init__
+    face = Path(importlib.import_module(plugin.value).__file__ or "")
+    assert (face.parent.name, face.name) == ("plugin", "__init__.py")
 
 
 # Programs of their own, run by path in other processes (Spark's Python workers): they
 # must not import the package, and their frames never reach a test's traceback.
-RUN_BY_PATH = {"pyspark_streamtest._spark._worker_server",
-               "pyspark_streamtest._spark._worker_launcher",
-               "pyspark_streamtest._spark._jvm_keeper"}
+RUN_BY_PATH = {"pyspark_streamtest._spark.runtime._worker_server",
+               "pyspark_streamtest._spark.runtime._worker_launcher",
+               "pyspark_streamtest._spark.runtime._jvm_keeper"}
 
 
 def test_every_module_hides_its_frames_from_failures_it_reports():

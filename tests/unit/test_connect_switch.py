@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pyspark_streamtest._spark.connect import server_settings
+from pyspark_streamtest._spark.connect.session import server_settings
 
 pytest_plugins = ["pytester"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from _pytest.reports import TestReport
 
-from pyspark_streamtest._plugin_durations import measured, table
 from pyspark_streamtest.core import _costs
+from pyspark_streamtest.plugin._durations import measured, table
 
 
 def _counters(batches: float, queries: float, reads: float, count: float) -> dict[str, float]:

@@ -13,7 +13,7 @@ from pyspark_streamtest import (
     SparkInfrastructureError,
     StreamingQueryFailedError,
 )
-from pyspark_streamtest._spark.infrastructure import (
+from pyspark_streamtest._spark.runtime.infrastructure import (
     channel_failure,
     infrastructure_failure,
     machine_load,

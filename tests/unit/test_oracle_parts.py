@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pyspark.sql import Row
 
-from pyspark_streamtest._plugin_oracle import delta, summary
 from pyspark_streamtest.core.records import BatchRecord
 from pyspark_streamtest.driver._twin import DELIBERATE, deliberate_table, differences
+from pyspark_streamtest.plugin._oracle import delta, summary
 
 GUARANTEES = Path(__file__).parents[2] / "docs" / "guarantees.md"
 

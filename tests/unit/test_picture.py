@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pyspark_streamtest import BatchRecord, LateRecord, TestRecord
-from pyspark_streamtest.picture import timeline_svg, write_timeline_picture
+from pyspark_streamtest.reporting.picture import timeline_svg, write_timeline_picture
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 NS = "{http://www.w3.org/2000/svg}"

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from pyspark_streamtest._plugin_options import OPTIONS
+from pyspark_streamtest.plugin._options import OPTIONS
 
 pytest_plugins = ["pytester"]
 
@@ -98,14 +98,15 @@ def test_every_option_has_the_prefix_and_an_ini_option():
     assert set(NAMES) == set(DEFAULTS)
 
 
-def test_help_lists_each_option_with_its_aliases_and_its_ini_name(pytester):
+def test_help_lists_each_option_with_its_ini_name_and_no_other_spelling(pytester):
     result = pytester.runpytest_inprocess("--help")
     text = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*pyspark-streamtest (Spark streaming tests)*",
-        "*--streamtest-master*, --spark-master=URL*",  # 3.13: metavar once
-        "*--streamtest-conf*, --spark-conf=KEY=VALUE*",
+        "*--streamtest-master=URL*",
+        "*--streamtest-conf=KEY=VALUE*",
     ])
+    assert "--spark-master" not in text and "--spark-conf" not in text
     for option in OPTIONS:
         assert f"  {option.flag}" in text, option.flag
         assert f"  {option.name} (" in text, option.name  # the ini section: name (type)
@@ -189,18 +190,24 @@ def test_pytest_s_override_turns_off_a_flag_the_ini_file_turns_on(pytester):
     assert values["streamtest_jvm_logs"] is True  # the others as the file says
 
 
-def test_the_0_1_spellings_are_aliases(pytester):
-    values = resolved(pytester, "--spark-master=local[1]", "--spark-conf", "spark.x=1",
-                      "--spark-conf", "spark.y=2")
+def test_the_conf_option_repeats(pytester):
+    values = resolved(pytester, "--streamtest-master=local[1]", "--streamtest-conf",
+                      "spark.x=1", "--streamtest-conf", "spark.y=2")
     assert values["streamtest_master"] == "local[1]"
     assert values["streamtest_conf"] == ["spark.x=1", "spark.y=2"]
 
 
-def test_getoption_gives_the_value_in_force_by_any_spelling(pytester):
+def test_a_pre_release_spelling_is_an_unknown_option(pytester):
+    result = pytester.runpytest_inprocess("--spark-master=local[1]")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --spark-master=local?1?*"])
+
+
+def test_getoption_gives_the_value_in_force_by_either_name(pytester):
     pytester.makefile(".ini", pytest="[pytest]\nstreamtest_master = spark://ini-host:3\n")
     pytester.makepyfile(test_spellings="""
         def test_spellings(pytestconfig):
-            for spelling in ("streamtest_master", "--streamtest-master", "--spark-master"):
+            for spelling in ("streamtest_master", "--streamtest-master"):
                 assert pytestconfig.getoption(spelling) == "spark://ini-host:3", spelling
     """)
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
@@ -211,7 +218,8 @@ def test_the_master_from_the_environment_sits_between_the_command_line_and_the_i
     pytester.makefile(".ini", pytest="[pytest]\nstreamtest_master = spark://ini-host:1\n")
     monkeypatch.setenv("STREAMTEST_MASTER", "spark://env-host:2")
     assert resolved(pytester)["streamtest_master"] == "spark://env-host:2"
-    assert resolved(pytester, "--spark-master=local[1]")["streamtest_master"] == "local[1]"
+    assert resolved(pytester, "--streamtest-master=local[1]")["streamtest_master"] == (
+        "local[1]")
 
 
 def test_the_report_header_names_the_ini_file_s_master(pytester):

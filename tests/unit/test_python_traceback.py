@@ -3,7 +3,7 @@ stay (issue 36)."""
 
 from __future__ import annotations
 
-from pyspark_streamtest._spark.python_traceback import without_pyspark_frames
+from pyspark_streamtest._spark.query.python_traceback import without_pyspark_frames
 
 SITE = "/venv/lib/python3.11/site-packages"
 # As Spark 4.3 reports a transformWithStateInPandas processor that raised.

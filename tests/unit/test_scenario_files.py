@@ -7,11 +7,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pyspark_streamtest.scenario import ScenarioError, load_scenario, parse_duration
+from pyspark_streamtest.gates.scenario import ScenarioError, load_scenario, parse_duration
 
 GOOD = """\
 name: ok
-topology: pyspark_streamtest.canned:clicks_per_user
+topology: pyspark_streamtest.gates.canned:clicks_per_user
 start_time: 2024-01-01T00:00:00Z
 steps:
   - pipe:
@@ -60,7 +60,7 @@ MISTAKES = [
     (("timestamp: +1s", "timestamp: yesterday"),
      "s.streamtest.yaml:8: steps[0].pipe.records[0].timestamp: 'yesterday' is not a time"),
     (("name: ok", "nmae: ok"), "s.streamtest.yaml:1: nmae: unknown field"),
-    (("topology: pyspark_streamtest.canned:clicks_per_user", "topology: no_colon"),
+    (("topology: pyspark_streamtest.gates.canned:clicks_per_user", "topology: no_colon"),
      "s.streamtest.yaml:2: topology: 'no_colon' must be 'module:function'"),
     (("      topic: clicks\n", "      topic: clicks\n      topic: again\n"),
      "s.streamtest.yaml:7: steps[0].pipe.topic: given twice"),

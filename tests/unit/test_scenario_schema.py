@@ -16,7 +16,7 @@ import yaml
 
 from pyspark_streamtest.gates._scenario_schema import json_ready, scenario_schema_text
 from pyspark_streamtest.gates.cli import main
-from pyspark_streamtest.scenario import ScenarioError, load_scenario
+from pyspark_streamtest.gates.scenario import ScenarioError, load_scenario
 
 from .test_scenario_files import GOOD, MISTAKES
 

@@ -13,8 +13,7 @@ from pyspark_streamtest.core.records import TestRecord
 from pyspark_streamtest.driver._history import History
 from pyspark_streamtest.driver.output_topic import OutputLink, TestOutputTopic
 from pyspark_streamtest.errors import InvalidArgumentError
-from pyspark_streamtest.gates.scenario import _Runner
-from pyspark_streamtest.scenario import ScenarioError, load_scenario
+from pyspark_streamtest.gates.scenario import ScenarioError, _Runner, load_scenario
 
 from .test_scenario_schema import as_editors_see_it, validator
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from pyspark_streamtest import InvalidArgumentError, WarmJvmError
-from pyspark_streamtest._spark import warm_jvm
+from pyspark_streamtest._spark.runtime import warm_jvm
 
 pytest_plugins = ["pytester"]
 

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from ..errors import hide_our_frames
 from .jvm import JavaObject, Jvm, java_error_text
-from .memory_stream import wrap_dataframe
-from .query import failure_text, last_progress, start_query, stream_execution
-from .watermark import force_query_watermark, query_watermark_ms
+from .query.memory_stream import wrap_dataframe
+from .query.start import failure_text, last_progress, start_query, stream_execution
+from .query.watermark import force_query_watermark, query_watermark_ms
 
 __tracebackhide__ = hide_our_frames
 

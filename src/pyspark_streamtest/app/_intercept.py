@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .._spark.plan import plan_facts
+from .._spark.query.plan import plan_facts
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ._context import AppRun, AppSettings, Declarer
 from ._sinks import AppStreamWriter

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .._spark.home import spark_class, spark_home
+from .._spark.runtime.home import spark_class, spark_home
 from ..errors import ClusterError, ClusterRunningError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames

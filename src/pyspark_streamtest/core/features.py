@@ -23,9 +23,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .._spark.connect import connect_client_has, is_connect_session, process_jvm
+from .._spark.connect.session import connect_client_has, is_connect_session, process_jvm
 from .._spark.jvm import Jvm
-from .._spark.session import ensure_classic_session
+from .._spark.runtime.session import ensure_classic_session
 from .._spark.versions import Capabilities, capabilities
 from ..errors import UnsupportedSparkVersionError, hide_our_frames
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from .._spark.session import SHARED_CORES_JVM_OPTIONS, TEST_CONF, build_test_session
+from .._spark.runtime.session import SHARED_CORES_JVM_OPTIONS, TEST_CONF, build_test_session
 from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames

@@ -10,12 +10,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from .._spark import warm_jvm
-from .._spark.conf import scoped_sql_conf
-from .._spark.incompatible import incompatibility
-from .._spark.infrastructure import channel_failure, infrastructure_failure, machine_load
 from .._spark.jvm import JavaObject, Jvm
-from .._spark.late_rows import replay_error
+from .._spark.query.conf import scoped_sql_conf
+from .._spark.query.incompatible import incompatibility
+from .._spark.query.late_rows import replay_error
+from .._spark.runtime import warm_jvm
+from .._spark.runtime.infrastructure import channel_failure, infrastructure_failure, machine_load
 from ..core.records import TestRecord
 from ..errors import (
     BatchFailedError,

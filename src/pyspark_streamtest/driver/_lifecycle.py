@@ -15,9 +15,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .._spark.callbacks import reset_thread_connection
-from .._spark.connect import ConnectLink
-from .._spark.liveness import jvm_is_gone
+from .._spark.connect.session import ConnectLink
+from .._spark.query.callbacks import reset_thread_connection
+from .._spark.runtime.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
 from ..core.time import _PythonClockFreeze, require_aware, to_ms

@@ -13,28 +13,30 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .._spark import clock as _clock
-from .._spark.callbacks import CallbackConnections, forget_proxies
-from .._spark.checkpoint import local_checkpoint_conf
-from .._spark.conf import scoped_sql_conf
 from .._spark.jvm import JavaObject, Jvm, java_error_text
-from .._spark.late_rows import OperatorInput, Reached, rows_reaching
-from .._spark.offset_log import last_committed, last_logged, logged_batch
-from .._spark.plan import LateRule
-from .._spark.providers import unload_providers
-from .._spark.python_traceback import without_pyspark_frames
-from .._spark.query import failure_text, last_progress, start_query, stop_query, stream_execution
-from .._spark.sink import CollectingSink, InjectedCrashError
-from .._spark.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
+from .._spark.query import clock as _clock
+from .._spark.query.callbacks import CallbackConnections, forget_proxies
+from .._spark.query.checkpoint import local_checkpoint_conf
+from .._spark.query.conf import scoped_sql_conf
+from .._spark.query.late_rows import OperatorInput, Reached, rows_reaching
+from .._spark.query.offset_log import last_committed, last_logged, logged_batch
+from .._spark.query.plan import LateRule
+from .._spark.query.providers import unload_providers
+from .._spark.query.python_traceback import without_pyspark_frames
+from .._spark.query.sink import CollectingSink, InjectedCrashError
+from .._spark.query.start import (
+    failure_text,
+    last_progress,
+    start_query,
+    stop_query,
+    stream_execution,
+)
+from .._spark.query.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ..core._costs import count_batches, spending
 from ..core._decoding import row_decoder
 from ..core.records import BatchRecord, Deferred, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
-from ..errors import (
-    StepTimeoutError,
-    TopologyError,
-    hide_our_frames,
-)
+from ..errors import StepTimeoutError, TopologyError, hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from ._culprit import batch_failure, raising_record

@@ -8,10 +8,10 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .._spark.late_rows import watermark_inputs
-from .._spark.plan import LateRule
-from .._spark.state import read_metadata, read_state_schema, state_reader_options
-from .._spark.tws_metadata import is_transform_with_state
+from .._spark.query.late_rows import watermark_inputs
+from .._spark.query.plan import LateRule
+from .._spark.query.state import read_metadata, read_state_schema, state_reader_options
+from .._spark.query.tws_metadata import is_transform_with_state
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import (
     BatchRecord,

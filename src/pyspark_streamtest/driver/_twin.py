@@ -38,7 +38,7 @@ from .._spark.alone import (
     state_rows,
 )
 from .._spark.jvm import Jvm
-from .._spark.memory_stream import JsonMemoryStream
+from .._spark.query.memory_stream import JsonMemoryStream
 from .._spark.versions import capabilities
 from ..core.records import BatchRecord
 from ..core.time import from_ms, to_ms

@@ -11,8 +11,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .._spark.conf import scoped_sql_conf
-from .._spark.connect import ConnectLink
+from .._spark.connect.session import ConnectLink
+from .._spark.query.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker

@@ -13,12 +13,12 @@ from types import TracebackType
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .._spark.conf import scoped_sql_conf
-from .._spark.connect import ConnectLink, is_connect_session
+from .._spark.connect.session import ConnectLink, is_connect_session
 from .._spark.jvm import Jvm
-from .._spark.liveness import ensure_alive
-from .._spark.python_logs import quiet_query_context_logs
-from .._spark.session import build_test_session, ensure_classic_session
+from .._spark.query.conf import scoped_sql_conf
+from .._spark.runtime.liveness import ensure_alive
+from .._spark.runtime.python_logs import quiet_query_context_logs
+from .._spark.runtime.session import build_test_session, ensure_classic_session
 from .._spark.versions import capabilities
 from ..core.records import BatchRecord, TestRecord
 from ..core.time import (

@@ -32,12 +32,12 @@ from pyspark.sql.types import (
     _parse_datatype_string,
 )
 
-from .._spark.connect import ConnectLink
+from .._spark.connect.session import ConnectLink
 from .._spark.jvm import Jvm
-from .._spark.late_rows import LateOperator, late_operators
-from .._spark.memory_stream import JsonMemoryStream
-from .._spark.plan import LateRule, column_expr_id, late_rule_for, plan_facts
-from .._spark.query import processing_time_ms
+from .._spark.query.late_rows import LateOperator, late_operators
+from .._spark.query.memory_stream import JsonMemoryStream
+from .._spark.query.plan import LateRule, column_expr_id, late_rule_for, plan_facts
+from .._spark.query.start import processing_time_ms
 from ..core._values import StructEncoder
 from ..errors import (
     TopologyError,

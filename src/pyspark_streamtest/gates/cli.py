@@ -6,7 +6,7 @@
     Run the example topology on the canned clickstream and print the batch timeline
     (``--picture FILE.svg`` also draws it).
 ``run SCENARIO... [--topology mod:func] [--junitxml FILE] [--timeline-dir DIR]``
-    Run scenario files (:mod:`pyspark_streamtest.scenario`) without pytest; print
+    Run scenario files (:mod:`pyspark_streamtest.gates.scenario`) without pytest; print
     PASS/FAIL per file with the difference and the timeline of each failure (ERROR and
     every mistake of an invalid file). Exit status 0 when every scenario passed, 1 when
     any failed or a file is invalid, 2 for a usage error. ``--junitxml`` is this
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _warm_jvm(args: Any) -> int:
-    from .._spark import warm_jvm_admin
+    from .._spark.runtime import warm_jvm_admin
 
     if args.warm_command == "list":
         found = warm_jvm_admin.running()

@@ -5,7 +5,7 @@ the same way, JSON being YAML) naming a topology and a list of steps. Each step 
 thing to a :class:`~pyspark_streamtest.TopologyTestDriver` or checks one thing::
 
     name: a late click is dropped
-    topology: pyspark_streamtest.canned:clicks_per_user   # module:function
+    topology: pyspark_streamtest.gates.canned:clicks_per_user   # module:function
     start_time: 2024-01-01T00:00:00Z     # the driver's start (processing) time
     trigger_interval: 1s
     steps:

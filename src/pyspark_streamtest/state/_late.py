@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from .._spark.plan import LateRule
+from .._spark.query.plan import LateRule
 from ..core.records import LateRecord, TestRecord
 from ..core.time import EPOCH
 from ..errors import hide_our_frames

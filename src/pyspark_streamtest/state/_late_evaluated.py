@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .._spark.late_rows import LateOperator, OperatorInput, Reached
+from .._spark.query.late_rows import LateOperator, OperatorInput, Reached
 from ..core.records import BatchRecord, LateRecord, TestRecord
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, hide_our_frames

@@ -20,11 +20,11 @@ from typing import Any, Literal, cast
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
 
-from .._spark import functions as F
+from .._spark.connect import functions as F
 from .._spark.jvm import Jvm
-from .._spark.memory_stream import wrap_dataframe
-from .._spark.state import StoreMetadata, read_metadata, state_reader_options
-from .._spark.tws_metadata import (
+from .._spark.query.memory_stream import wrap_dataframe
+from .._spark.query.state import StoreMetadata, read_metadata, state_reader_options
+from .._spark.query.tws_metadata import (
     TTL_EXPIRATION_FIELD,
     TTL_VALUE_FIELD,
     RecordedOperator,

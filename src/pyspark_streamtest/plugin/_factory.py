@@ -1,0 +1,49 @@
+"""What the ``topology_driver`` fixture gives a test: drivers on the ``spark`` fixture,
+made from a topology function or from a job's ``main`` (``from_app``), which the
+fixture closes after the test and whose timelines a failure report shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ..driver.driver import TopologyTestDriver
+    from ..driver.topology import TopologyFunction
+
+
+class DriverFactory:
+    """``topology_driver(topology, **options)`` and ``topology_driver.from_app(app,
+    **options)``: the driver's constructors, with ``spark`` defaulting to the fixture's
+    session; every driver made is closed after the test."""
+
+    def __init__(self, spark: SparkSession, made: list[TopologyTestDriver]) -> None:
+        self._spark = spark
+        self._made = made
+
+    def __call__(self, topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
+        from .. import TopologyTestDriver  # the face's: its errors show by their name
+
+        options.setdefault("spark", self._spark)
+        return self._keep(TopologyTestDriver(topology, **options))
+
+    def from_app(self, app: Callable[..., object], **options: Any) -> TopologyTestDriver:
+        """:meth:`TopologyTestDriver.from_app
+        <pyspark_streamtest.TopologyTestDriver.from_app>` on the fixture's session."""
+        from .. import TopologyTestDriver  # the face's: its errors show by their name
+
+        options.setdefault("spark", self._spark)
+        return self._keep(TopologyTestDriver.from_app(app, **options))
+
+    def _keep(self, driver: TopologyTestDriver) -> TopologyTestDriver:
+        self._made.append(driver)
+        return driver
+
+    def __repr__(self) -> str:  # a failing test's report shows its arguments
+        return f"<topology_driver fixture: {len(self._made)} driver(s) made>"
