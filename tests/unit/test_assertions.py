@@ -7,6 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pyspark_streamtest import OutputMismatchError, assert_values_equal
+from pyspark_streamtest.core._compare import Comparison, compare
+from pyspark_streamtest.core._outcome import NONE, Difference, Field, OffBy, Outcome, Row
+from pyspark_streamtest.core._report import report
 
 
 def test_equal_values_pass_in_order_or_ignoring_it():
@@ -105,3 +108,39 @@ def test_wide_values_are_shown_a_field_per_line_and_wrapped():
     assert lines[9] == '      1  (batch 0)  {"url":"/","user":"b"}'
     assert lines[10] == "  *   2  (batch 1)  (not expected)"
     assert lines[12].split() == ["*", "n", "-", "1"]
+
+
+# --- comparing once, rendering once -------------------------------------------------------------
+def test_comparing_gives_what_differs_as_data_without_a_report():
+    outcome = compare([{"user": "b", "avg": 0.31}],
+                      [{"user": "b", "avg": 0.3}, {"user": "c", "avg": 1.0}],
+                      Comparison.of(rtol=1e-9))
+    first, second = outcome.rows
+    assert (outcome.expected, outcome.read, outcome.differing) == (2, 1, 2)
+    assert outcome.tolerances == (1e-9, 0.0) and not outcome.same
+    assert first.differences == (
+        Difference("avg", 0.3, 0.31, OffBy(pytest.approx(0.01), pytest.approx(3.1e-10))),)
+    assert first.fields == (Field("avg", 0.3, 0.31, same=False),
+                            Field("user", "b", "b", same=True))
+    assert second.actual is NONE and second.differences == ()
+    assert [(field.name, field.actual is NONE) for field in second.fields] == [
+        ("avg", True), ("user", True)]
+
+
+def test_the_report_renders_an_outcome_alone_and_decides_nothing():
+    """Made by hand: the report marks a position different because the outcome says so,
+    even where its two values print the same."""
+    outcome = Outcome(
+        rows=(Row(1, 1, 4, same=False),
+              Row({"x": 2.0}, NONE, None, same=False, fields=(Field("x", 2.0, NONE, False),)),
+              Row(2.0, 2.5, 5, same=False, differences=(
+                  Difference(None, 2.0, 2.5, OffBy(0.5, 0.25)),))),
+        expected=3, read=2, tolerances=(0.0, 0.25), ignored_columns=("id",))
+    assert report(outcome, "made by hand", show_batches=True).splitlines() == [
+        "made by hand: 3 values expected, 2 read; 3 differ; compared with rtol=0.0, atol=0.25;"
+        " ignoring columns: id",
+        "      #  expected   actual",
+        "  *   0  1          (batch 4) 1",
+        '  *   1  {"x":2.0}  -',
+        "  *   2  2.0        (batch 5) 2.5    off by 0.5, allowed 0.25",
+    ]

@@ -1,6 +1,8 @@
-"""How two lists of values compare (the options of :class:`Comparison`), and how
-expected values are paired with actual ones, in order or as multisets; the report of a
-mismatch is :mod:`.equality`'s."""
+"""All the comparing of two lists of values, done once: :func:`compare` gives an
+:class:`~._outcome.Outcome` that holds every decision (which expected value pairs with which
+actual one, in order or as multisets, under the options of :class:`Comparison`; which
+positions and fields differ, and by how much). Turning it into text is
+:mod:`._report`'s, which this module never calls."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from itertools import zip_longest
 from numbers import Real
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from ._outcome import NONE, Difference, Field, OffBy, Outcome, Row
+from ._shown import is_approx, text_of
 from ._stable import plain, stable_json
 
 __tracebackhide__ = hide_our_frames
@@ -45,14 +49,6 @@ class Comparison:
     def tolerant(self) -> bool:
         """Floats compare within a tolerance (not exactly)."""
         return self.rtol > 0 or self.atol > 0
-
-    @property
-    def note(self) -> str:
-        """What the first line of a mismatch adds: the tolerances and ignored columns."""
-        parts = [f"compared with rtol={self.rtol!r}, atol={self.atol!r}"] if self.tolerant else []
-        if self.ignore_columns:
-            parts.append("ignoring columns: " + ", ".join(sorted(self.ignore_columns)))
-        return "".join(f"; {part}" for part in parts)
 
     def check_columns(self, actual: Sequence[Any], expected: Sequence[Any],
                       *, keyed: bool = False) -> None:
@@ -89,25 +85,12 @@ def _column_names(names: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-_APPROX: dict[type, bool] = {}
-
-
-def _is_approx(value: Any) -> bool:
-    """Whether ``value`` is a ``pytest.approx(...)`` object (known by its classes' names
-    and modules, so that pytest is never imported here)."""
-    kind = type(value)
-    if kind not in _APPROX:
-        _APPROX[kind] = any(base.__module__.split(".")[0] in ("pytest", "_pytest")
-                            and base.__name__.startswith("Approx") for base in kind.__mro__)
-    return _APPROX[kind]
-
-
 def normal(value: Any) -> Any:
     """``value`` as compared: mappings (and Spark ``Row`` objects with field names) as dicts
     with text keys, lists and tuples as lists, other values as :func:`plain` gives them
     (datetimes and ISO-instant strings as UTC text, NaN as ``"NaN"``); pytest.approx
     objects are kept."""
-    if _is_approx(value):
+    if is_approx(value):
         return value
     if hasattr(value, "asDict") and hasattr(value, "__fields__"):
         value = value.asDict(recursive=False)  # a pyspark.sql.Row with field names
@@ -122,6 +105,13 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _within_tolerance(expected: Any, actual: Any, how: Comparison) -> bool:
+    """Whether these two compare by ``math.isclose``: numbers, one a float, under a
+    tolerance."""
+    return (how.tolerant and is_number(expected) and is_number(actual)
+            and (isinstance(expected, float) or isinstance(actual, float)))
+
+
 def equal(expected: Any, actual: Any, how: Comparison) -> bool:
     """Whether two normal values are equal: approx objects by their own ``==``; dicts by
     keys and values, lists item by item; under a tolerance two numbers (one a float) by
@@ -129,7 +119,7 @@ def equal(expected: Any, actual: Any, how: Comparison) -> bool:
     ``Decimal("1E-10")``); anything else by its JSON text (so ``1 != 1.0`` exactly)."""
     if isinstance(expected, Decimal) and isinstance(actual, Decimal):
         return expected == actual
-    if _is_approx(expected) or _is_approx(actual):
+    if is_approx(expected) or is_approx(actual):
         try:
             return bool(expected == actual)
         except Exception:  # an approx that cannot compare with this value
@@ -140,8 +130,7 @@ def equal(expected: Any, actual: Any, how: Comparison) -> bool:
     if isinstance(expected, list):
         return (isinstance(actual, list) and len(expected) == len(actual)
                 and all(equal(e, a, how) for e, a in zip(expected, actual, strict=True)))
-    if (how.tolerant and is_number(expected) and is_number(actual)
-            and (isinstance(expected, float) or isinstance(actual, float))):
+    if _within_tolerance(expected, actual, how):
         return math.isclose(expected, actual, rel_tol=how.rtol, abs_tol=how.atol)
     return stable_json(expected) == stable_json(actual)
 
@@ -150,7 +139,7 @@ def _shape(value: Any, tolerant: bool) -> str | None:
     """A text two values share whenever they are :func:`same` (numbers masked under a
     tolerance); None for a value holding an approx object, which may equal anything."""
     def masked(item: Any) -> Any:
-        if _is_approx(item):
+        if is_approx(item):
             raise LookupError
         if isinstance(item, dict):
             return {key: masked(inner) for key, inner in item.items()}
@@ -173,19 +162,6 @@ def _numbers(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [n for item in value for n in _numbers(item)]
     return [value] if is_number(value) else []
-
-
-def text_of(value: Any) -> str:
-    """A normal value's JSON text, approx objects as ``approx(2.5 ± 2.5e-06)``."""
-    def shown(item: Any) -> Any:
-        if _is_approx(item):
-            text = repr(item) if repr(item).startswith("approx(") else f"approx({item!r})"
-            return f"\0{text}\0"  # unquoted below
-        if isinstance(item, (dict, list)):
-            return ({key: shown(inner) for key, inner in item.items()}
-                    if isinstance(item, dict) else [shown(inner) for inner in item])
-        return item
-    return stable_json(shown(value)).replace('"\\u0000', "").replace('\\u0000"', "")
 
 
 # --- ignored columns ---------------------------------------------------------------------------
@@ -215,17 +191,6 @@ def without(value: Any, names: frozenset[str], keyed: bool) -> Any:
 
 
 # --- pairing expected with actual --------------------------------------------------------------
-NONE: Any = object()
-"""No value on this side of a row (more values on the other side)."""
-
-
-class Row(NamedTuple):
-    expected: Any
-    actual: Any
-    batch: int | None
-    same: bool
-
-
 def in_order(want: list[Any], got: list[Any], batches: list[int | None],
               how: Comparison) -> list[Row]:
     size = max(len(want), len(got))
@@ -300,3 +265,76 @@ def matched(want: list[Any], got: list[Any], batches: list[int | None],
                   None if j is None else batches[j], False)
              for i, j in zip_longest(rest_w, rest_g)]
     return rows
+
+
+# --- what differs in a position ----------------------------------------------------------------
+def _off_by(expected: Any, actual: Any, how: Comparison) -> OffBy | None:
+    """For two numbers (one a float) under a tolerance: how far apart, and how far
+    ``math.isclose`` allows."""
+    if not _within_tolerance(expected, actual, how):
+        return None
+    return OffBy(abs(expected - actual), max(how.rtol * max(abs(expected), abs(actual)), how.atol))
+
+
+def _differences(expected: Any, actual: Any, how: Comparison) -> tuple[Difference, ...]:
+    """Two mappings: their top-level fields that are missing, not expected or unequal, by
+    name; other values: the pair itself."""
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return (Difference(None, expected, actual, _off_by(expected, actual, how)),)
+    return tuple(
+        Difference(key, expected.get(key, NONE), actual.get(key, NONE),
+                   _off_by(expected[key], actual[key], how)
+                   if key in expected and key in actual else None)
+        for key in sorted(set(expected) | set(actual))
+        if key not in expected or key not in actual or not equal(expected[key], actual[key], how))
+
+
+def _fields(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A value's fields, nested mappings (a window's ``start`` and ``end``) as dotted
+    names; a value that is not a mapping is one field, ``value``."""
+    if not isinstance(value, dict):
+        return {prefix or "value": value}
+    fields: dict[str, Any] = {}
+    for key in sorted(value):
+        name = f"{prefix}{key}"
+        if isinstance(value[key], dict) and value[key]:
+            fields.update(_fields(value[key], name + "."))
+        else:
+            fields[name] = value[key]
+    return fields
+
+
+def _described(row: Row, how: Comparison) -> Row:
+    """A position that differs, with what differs (both sides there) and its fields side
+    by side."""
+    left = _fields(row.expected) if row.expected is not NONE else {}
+    right = _fields(row.actual) if row.actual is not NONE else {}
+    fields = tuple(Field(name, left.get(name, NONE), right.get(name, NONE),
+                         name in left and name in right and equal(left[name], right[name], how))
+                   for name in sorted(set(left) | set(right)))
+    both = row.expected is not NONE and row.actual is not NONE
+    return row._replace(differences=_differences(row.expected, row.actual, how) if both else (),
+                        fields=fields)
+
+
+# --- two lists of values -----------------------------------------------------------------------
+def compare(actual: Sequence[Any], expected: Sequence[Any], how: Comparison, *,
+            batch_ids: Sequence[int | None] | None = None, keyed: bool = False) -> Outcome:
+    """``actual`` against ``expected`` as ``how`` asks: every value made :func:`normal`,
+    ``ignore_columns`` left out (``keyed``: of the value of each ``[key, value]`` pair),
+    then paired in order or as multisets; what differs in each position that differs.
+    ``batch_ids``: the micro-batch of each actual value."""
+    batches: list[int | None] = list(batch_ids) if batch_ids is not None else [None] * len(actual)
+    if len(batches) != len(actual):
+        raise InvalidArgumentError(f"batch_ids has {len(batches)} entries for "
+                                   f"{len(actual)} values")
+    got, want = [normal(v) for v in actual], [normal(v) for v in expected]
+    if how.ignore_columns:
+        check_columns(how.ignore_columns, got, want, keyed)
+        got = [without(v, how.ignore_columns, keyed) for v in got]
+        want = [without(v, how.ignore_columns, keyed) for v in want]
+    rows = (matched if how.ignore_order else in_order)(want, got, batches, how)
+    return Outcome(tuple(row if row.same else _described(row, how) for row in rows),
+                   len(want), len(got), how.ignore_order,
+                   (how.rtol, how.atol) if how.tolerant else None,
+                   tuple(sorted(how.ignore_columns)))
