@@ -28,12 +28,16 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from types import ModuleType
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from pyspark_streamtest import TopologyTestDriver
+
+from ._memory import jvm_heap_mb, jvm_pid, rss_mb
+from ._pipelines import T0, windowed
+from ._state import measure_state
+from ._timing import Clock, timed
 
 __all__ = ["KEYS", "REPEAT", "STEPS", "add_scale_arguments", "measure_scale", "memory"]
 
@@ -52,17 +56,15 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
                         "(pyspark-streamtest cluster start)")
 
 
-def measure_scale(spark: SparkSession, args: Any, record: Callable[..., None],
-                  bench: ModuleType) -> None:
-    """The records rows, then ``measure_state``'s with memory; ``bench`` is the
-    benchmark's main module, whose pipelines and helpers these figures use."""
+def measure_scale(spark: SparkSession, args: Any, record: Callable[..., None]) -> None:
+    """The records rows, then ``measure_state``'s with memory."""
     print(f"scale on {args.master}:")
     sizes = sorted({min(10_000, args.scale_records), min(100_000, args.scale_records),
                     args.scale_records})
     before: tuple[int, float] | None = None
     for size in sizes:
-        seconds, phases = _records_run(spark, bench, size, warmup=int(size != sizes[-1]))
-        extra = memory(spark, bench, f"after the {size}-record runs") if size == sizes[-1] \
+        seconds, phases = _records_run(spark, size, warmup=int(size != sizes[-1]))
+        extra = memory(spark, f"after the {size}-record runs") if size == sizes[-1] \
             else {}
         base_size, base = before or (size, seconds)
         record(f"windowed aggregation of {size} records in {STEPS} steps", seconds, base,
@@ -76,22 +78,21 @@ def measure_scale(spark: SparkSession, args: Any, record: Callable[..., None],
         record(*row, master=args.master, **pending, **extra)
         pending.clear()
 
-    bench.measure_state(spark, args, with_memory, probe=lambda: pending.update(
-        memory(spark, bench, f"with {args.max_keys} keys in state")))
+    measure_state(spark, args, with_memory, probe=lambda: pending.update(
+        memory(spark, f"with {args.max_keys} keys in state")))
 
 
-def _records_run(spark: SparkSession, bench: ModuleType, size: int,
-                 warmup: int) -> tuple[float, dict[str, float]]:
+def _records_run(spark: SparkSession, size: int, warmup: int) -> tuple[float, dict[str, float]]:
     """Median seconds of a run of ``size`` records, and the medians of its parts."""
-    clock = bench.Clock(step_s=60)
+    clock = Clock(step_s=60)
     chunks = [clock.rows(size // STEPS + (step < size % STEPS), keys=KEYS)
               for step in range(STEPS)]
-    end = bench.T0 + timedelta(days=1)
+    end = T0 + timedelta(days=1)
     parts: list[tuple[float, float, float]] = []
 
     def run() -> None:
         piping = processing = 0.0
-        with TopologyTestDriver(bench.windowed, spark=spark) as driver:
+        with TopologyTestDriver(windowed, spark=spark) as driver:
             topic, out = driver.create_input_topic("events"), driver.create_output_topic("out")
             for chunk in chunks:
                 started = time.perf_counter()
@@ -108,24 +109,24 @@ def _records_run(spark: SparkSession, bench: ModuleType, size: int,
             raise RuntimeError(f"the windowed run of {size} records counted {counted}")
         parts.append((piping, processing, closing))
 
-    seconds = bench.timed(run, REPEAT, warmup=warmup)
+    seconds = timed(run, REPEAT, warmup=warmup)
     kept = parts[-REPEAT:]
     return seconds, {name: round(statistics.median(p[i] for p in kept), 2)
                      for i, name in enumerate(("pipe_s", "batches_s", "close_windows_s"))}
 
 
-def memory(spark: SparkSession, bench: ModuleType, when: str) -> dict[str, float]:
+def memory(spark: SparkSession, when: str) -> dict[str, float]:
     """Memory now, in MB (printed with ``when``): RSS of this process and of the driver
     JVM, their peaks so far, the JVM's heap after a GC and, on a cluster, the RSS of
     this application's executors."""
     gc.collect()
-    jvm = bench.jvm_pid(spark)
-    sample = {"python_rss_mb": bench.rss_mb(), "python_peak_rss_mb": _peak_mb("self"),
-              "jvm_rss_mb": bench.rss_mb(jvm), "jvm_peak_rss_mb": _peak_mb(jvm),
-              "jvm_heap_mb": bench.jvm_heap_mb(spark)}
+    jvm = jvm_pid(spark)
+    sample = {"python_rss_mb": rss_mb(), "python_peak_rss_mb": _peak_mb("self"),
+              "jvm_rss_mb": rss_mb(jvm), "jvm_peak_rss_mb": _peak_mb(jvm),
+              "jvm_heap_mb": jvm_heap_mb(spark)}
     executors = _executor_pids(spark.sparkContext.applicationId)
     if executors:
-        sample["executors_rss_mb"] = sum(bench.rss_mb(pid) for pid in executors)
+        sample["executors_rss_mb"] = sum(rss_mb(pid) for pid in executors)
     sample = {key: round(value, 1) for key, value in sample.items()}
     print(f"  memory {when}: Python RSS {sample['python_rss_mb']:.0f} MB (peak "
           f"{sample['python_peak_rss_mb']:.0f}), JVM RSS {sample['jvm_rss_mb']:.0f} MB (peak "
