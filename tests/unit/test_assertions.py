@@ -110,6 +110,17 @@ def test_wide_values_are_shown_a_field_per_line_and_wrapped():
     assert lines[12].split() == ["*", "n", "-", "1"]
 
 
+def test_an_empty_value_among_wide_ones_is_shown_whole():
+    """A value with no fields (``{}``) in a report of wide values has nothing to list
+    field by field: its line says what each side held (it raised TypeError before)."""
+    wide = {"url": "/" + "x" * 150}
+    with pytest.raises(OutputMismatchError) as caught:
+        assert_values_equal([wide, {}], [wide])  # read, expected
+    lines = str(caught.value).splitlines()
+    assert lines[0].endswith("(wide values: a field per line)")
+    assert lines[-2:] == ["  *   1  (not expected)", "          expected -, actual {}"]
+
+
 # --- comparing once, rendering once -------------------------------------------------------------
 def test_comparing_gives_what_differs_as_data_without_a_report():
     outcome = compare([{"user": "b", "avg": 0.31}],

@@ -6,6 +6,7 @@ is in the outcome already."""
 from __future__ import annotations
 
 from itertools import zip_longest
+from typing import Any
 
 from ..errors import hide_our_frames
 from ._outcome import NONE, Difference, OffBy, Outcome, Row
@@ -101,6 +102,9 @@ def _field_per_line(rows: tuple[Row, ...], show_batches: bool) -> list[str]:
                 note = note[:_LINE_WIDTH - len(head) - 7] + "..."
             head += f"    {note}" if note else ""
         lines.append(head)
+        if not row.fields:  # an empty value ({} or []) on one side: nothing to list by field
+            lines.append(f"          expected {_side(row.expected)}, actual {_side(row.actual)}")
+            continue
         name_width = max(len("field"), *(len(field.name) for field in row.fields))
         lines.append(f"          {'field':<{name_width}}  {'expected':<{_CELL_WIDTH}}  actual")
         for field in row.fields:
@@ -113,3 +117,7 @@ def _field_per_line(rows: tuple[Row, ...], show_batches: bool) -> list[str]:
                          else " " * (name_width + 2))
                 lines.append(f"        {label}  {w:<{_CELL_WIDTH}}  {g}".rstrip())
     return lines
+
+
+def _side(value: Any) -> str:
+    return "-" if value is NONE else text_of(value)
