@@ -28,7 +28,8 @@ class LoggedBatch:
 
     batch_id: int
     offsets: tuple[int | None, ...]
-    """Each source's end offset (its memory stream's last offset), in source order."""
+    """Each source's end offset (its memory stream's last offset; None for a source
+    without one, or not a memory stream), in source order."""
     watermark_ms: int
     timestamp_ms: int
 
@@ -67,4 +68,8 @@ def _offset(line: str) -> int | None:
         return None
     if ":" in text and not text.startswith(("{", "[")):  # v2: "<source id>:<offset>"
         text = text.split(":", 1)[1]
-    return None if text in ("-", "null") else int(json.loads(text))
+    if text in ("-", "null"):
+        return None
+    value = json.loads(text)
+    # another source's offset (a file source's {"logOffset": n}) is no stream position
+    return value if isinstance(value, int) else None
