@@ -24,6 +24,7 @@ from ..errors import (
     hide_our_frames,
 )
 from ..kafka._broker import Broker
+from ._landing import landing_dirs, temp_root
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
 from ._twin import ALONE_SUFFIX
@@ -64,9 +65,14 @@ class Queries:
         carried: Mapping[str, QueryRunner] | None = None,
     ) -> None:
         self._folder: str | None = tempfile.mkdtemp(
-            prefix="pyspark-streamtest-", dir=_checkpoint_root(checkpoint_root)
+            prefix="pyspark-streamtest-", dir=temp_root(checkpoint_root)
         )
         self.runners: list[QueryRunner] = []
+        # The driver's landing directories (file inputs), if any: held while these
+        # queries live (a reset or close deletes them, an upgrade keeps them).
+        self._landing = landing_dirs(jvm, make=False)
+        if self._landing is not None:
+            self._landing.acquire(self)
         try:
             for index, output in enumerate(built):
                 name = safe_file_name(output.spec.name)
@@ -187,7 +193,9 @@ class Queries:
 
     def close(self) -> None:
         """Stop every query (all of them, even when one fails to stop), then delete the
-        checkpoints. Raises the first stop error after that."""
+        checkpoints, and the landing directories of file inputs when no query set of the
+        driver holds them any more (a close or a reset, not an upgrade). Raises the first
+        stop error after that."""
         errors: list[BaseException] = []
         for runner in self.runners:
             try:
@@ -199,17 +207,10 @@ class Queries:
             # its state store providers are closed (which joins their checksum writers).
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+        if self._landing is not None:
+            self._landing.release(self)
         if errors:
             raise errors[0]
-
-
-def _checkpoint_root(root: str | os.PathLike[str] | None) -> str | None:
-    if root is not None:
-        return os.fspath(root)
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK):
-        return shm
-    return None
 
 
 def check_sql_conf(conf: Mapping[str, str] | None) -> dict[str, str]:

@@ -18,6 +18,7 @@ from .._spark.query import clock as _clock
 from .._spark.query.callbacks import CallbackConnections, forget_proxies
 from .._spark.query.checkpoint import local_checkpoint_conf
 from .._spark.query.conf import scoped_sql_conf
+from .._spark.query.file_source import read_failure_text
 from .._spark.query.late_rows import OperatorInput, Reached, rows_reaching
 from .._spark.query.offset_log import last_committed, last_logged, logged_batch
 from .._spark.query.plan import LateRule
@@ -40,6 +41,7 @@ from ..errors import StepTimeoutError, TopologyError, hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from ._culprit import batch_failure, raising_record
+from ._landing import LandedInputs
 from ._piped import RecordBlock, RecordQueue
 from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled, progress_watermark
 from .topology import _BuiltOutput
@@ -78,6 +80,7 @@ class QueryRunner:
         self.input_names = tuple(name for name, _ in built.streams)
         self._time_columns = dict(built.time_columns)
         self._streams = dict(built.streams)
+        self._files = LandedInputs(built.sources, self._streams)
         self._jvm = jvm
         self.checkpoint = checkpoint
         self._interval_ms = trigger_interval_ms
@@ -272,21 +275,27 @@ class QueryRunner:
 
     def source_line(self, record: TestRecord) -> tuple[int, str] | None:
         """The source (its leaf's expression id) and JSON line ``record`` reached this
-        query as; None if it was not piped to it."""
-        line = self._lines.get(id(record))
-        stream = self._streams.get(record.topic)
-        return None if line is None or stream is None else (stream.raw_expr_id, line)
+        query as (a landed file's source with no line); None if it did not reach it."""
+        line, stream = self._lines.get(id(record)), self._streams.get(record.topic)
+        if line is None or stream is None:
+            return None if stream is None else self._files.source_line(record)
+        return stream.raw_expr_id, line
 
     def reach(
         self, operator_input: OperatorInput, lines: Mapping[int, Sequence[tuple[int, str]]]
     ) -> list[Reached] | str:
-        """The rows reaching ``operator_input`` when the sources hold ``lines``."""
+        """The rows reaching ``operator_input`` when the sources hold ``lines``; why
+        that cannot be told for a query that reads landed files."""
+        if self._files:
+            return self._files.why_untraced()
         with spending("state reads"):
             return rows_reaching(self._jvm, operator_input, self.leaves(), lines)
 
     def leaves(self) -> dict[int, JavaObject]:
-        """Each source's leaf attribute, by its expression id (for batch replays)."""
-        return {stream.raw_expr_id: stream.raw_attribute for stream in self._streams.values()}
+        """Each memory stream's leaf attribute, by its expression id (for batch replays;
+        a file source has none: a replay cannot feed it)."""
+        streams = self._streams.values()
+        return {s.raw_expr_id: s.raw_attribute for s in streams if s.raw_attribute is not None}
 
     def enqueue_empty(self, input_name: str) -> None:
         """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
@@ -316,25 +325,20 @@ class QueryRunner:
 
     # --- triggers -------------------------------------------------------------------------
     @property
-    def wait_calls(self) -> int:
-        assert self.clock is not None
-        return self.clock.wait_calls
-
-    @property
     def next_trigger_ms(self) -> int | None:
         """When the idle query's next trigger is due."""
         assert self.clock is not None
         return self.clock.next_trigger_ms
 
     def clock_set(self, now_ms: int) -> int | None:
-        """Move this query's clock; if a trigger comes due (the query wakes), the
-        :attr:`wait_calls` it woke from (for :meth:`finish_trigger`), else None."""
+        """Move this query's clock; if a trigger comes due (the query wakes), the clock's
+        count of waits it woke from (for :meth:`finish_trigger`), else None."""
         assert self.clock is not None
         return self.clock.advance_to(now_ms)
 
     def clock_release(self) -> int:
-        """Let this query run one trigger at the current time; returns the
-        :attr:`wait_calls` it is released from (for :meth:`finish_trigger`)."""
+        """Let this query run one trigger at the current time; returns the clock's count
+        of waits it is released from (for :meth:`finish_trigger`)."""
         assert self.clock is not None
         return self.clock.release_once()
 
@@ -370,11 +374,11 @@ class QueryRunner:
             if isinstance(self._sink.error, InjectedCrashError):
                 return self._recover_from_crash()
             cause = without_pyspark_frames(
-                java_error_text(self._sink.error).strip()
+                (read_failure_text if self._files else java_error_text)(self._sink.error).strip()
                 if self._sink.error is not None
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
-            read = self._retry
+            read = (*self._retry, *self._files.of_batch(self.checkpoint, self.next_batch_id))
             raise batch_failure(self.name, self.next_batch_id, cause, read, lambda: (
                 raising_record(self._jvm, self, cause, read, self._sql_conf))) from None
         except _clock.ClockWaitTimeoutError:
@@ -438,6 +442,8 @@ class QueryRunner:
             self._retry = None
         elif num_input:
             consumed = self._in_flight.take()
+        if self._files and new_data:  # the files Spark's log says the batch read
+            consumed.add(self._files.of_batch(self.checkpoint, batch_id))
         processing_time = from_ms(self.clock.now_ms)
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
@@ -455,18 +461,11 @@ class QueryRunner:
                 str(operators[0].get("operatorName")) if operators else None))
         kafka = self.built.spec.kafka
         if kafka is not None:
-            outputs = kafka_output_records(
-                self._broker, kafka.partitions, map(self._decode, rows), batch_id,
-                processing_time,
-            )
+            outputs = kafka_output_records(self._broker, kafka.partitions,
+                                           map(self._decode, rows), batch_id, processing_time)
         else:
-            outputs = tuple(
-                TestRecord(
-                    self._decode(row), topic=self.name, batch_id=batch_id,
-                    processing_time=processing_time,
-                )
-                for row in rows
-            )
+            outputs = tuple(TestRecord(self._decode(row), topic=self.name, batch_id=batch_id,
+                                       processing_time=processing_time) for row in rows)
         record = BatchRecord(
             output=self.name,
             batch_id=batch_id,

@@ -118,8 +118,11 @@ class TimeControl:
                 last = runner.last_batch
                 if last is None or last is before[id(runner)]:
                     continue
-                if last.is_data_batch and not runner.built.runs_no_data_batches:
-                    continue  # no watermark, no timeouts: Spark owes nothing without data
+                if last.is_data_batch and not (
+                        runner.built.runs_no_data_batches or runner.built.reads_files):
+                    # No watermark, no timeouts: Spark owes nothing without data. (Landed
+                    # files may owe more data batches: maxFilesPerTrigger and its kin.)
+                    continue
                 previous = before[id(runner)]
                 timeout_only = (
                     not last.is_data_batch

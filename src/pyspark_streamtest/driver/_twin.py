@@ -10,7 +10,9 @@ its triggers. Whenever a trigger of the driver's query runs a batch, the twin's 
 moves to that trigger's time and Spark runs its batch; the two batches are compared
 field by field (:func:`differences`), and the first difference raises
 :class:`~pyspark_streamtest.errors.OracleMismatchError`. When the query stops, the
-state stores of both checkpoints are compared (PySpark 4.0+).
+state stores of both checkpoints are compared (PySpark 4.0+). A file input that lands
+files needs no tee: Spark alone's query reads the same landing directory, through
+Spark's file source, from its own checkpoint.
 
 Where the driver differs from Spark alone on purpose, :data:`DELIBERATE` says how and
 why; the guarantees page shows that table. What the oracle cannot follow (a batch that
@@ -43,6 +45,7 @@ from .._spark.versions import capabilities
 from ..core.records import BatchRecord
 from ..core.time import from_ms, to_ms
 from ..errors import OracleMismatchError, hide_our_frames
+from ._landing import LandingSource
 
 __tracebackhide__ = hide_our_frames
 
@@ -204,7 +207,7 @@ class Twin:
                  checkpoint: str, output_mode: str, timeout_s: float) -> None:
         built = rebuild()
         self._jvm = jvm
-        self._streams: dict[str, JsonMemoryStream] = dict(built.streams)
+        self._streams: dict[str, Any] = dict(built.streams)
         self._dataframe = built.dataframe
         self._has_watermark = bool(built.has_watermark)
         self._deterministic = is_deterministic(built.dataframe)
@@ -219,11 +222,14 @@ class Twin:
         self.following = True
         STATS.queries += 1
 
-    def tee(self, streams: Iterable[tuple[str, JsonMemoryStream]]
-            ) -> tuple[tuple[str, Any], ...]:
-        """The driver's streams, each also feeding the twin's stream of the same input."""
-        return tuple((name, TeeStream(stream, self._streams[name], lambda: self.following))
-                     for name, stream in streams)
+    def tee(self, streams: Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+        """The driver's memory streams, each also feeding the twin's stream of the same
+        input. A file input's source stays as it is: Spark alone's query reads the same
+        landing directory (from its own checkpoint), so there is nothing to hand over."""
+        return tuple(
+            (name, stream if isinstance(stream, LandingSource)
+             else TeeStream(stream, self._streams[name], lambda: self.following))
+            for name, stream in streams)
 
     def drop(self, reason: str) -> None:
         """Stop comparing this query from now on."""

@@ -6,7 +6,7 @@ Handles are made by :meth:`TopologyTestDriver.create_input_topic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
@@ -14,22 +14,20 @@ from typing import Any, overload
 from ..core._columns import ColumnLines
 from ..core.records import TestRecord
 from ..core.time import (
-    check_in_range,
     duration_ms,
-    from_ms,
-    is_plain_utc,
     require_aware,
     to_ms,
 )
 from ..errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    SchemaMismatchError,
     StreamTestError,
     hide_our_frames,
 )
 from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
 from ..kafka.serdes import LOG_APPEND_TIME, Serializer
+from ._encoding import encode_value, later
+from ._landing import LandingDir
 from ._piped import RecordBlock
 from .topology import _InputSpec
 
@@ -78,6 +76,10 @@ class TestInputTopic:
     partition (explicit ``partition=`` or Kafka's default partitioner) and the next
     offset of that partition. ``headers`` (a dict or a list of (key, value) pairs; keys
     may repeat) reach the ``headers`` column when the input includes headers.
+
+    **File inputs** (``t.file_input``, or ``from_app(..., land_files=...)``) take files,
+    not rows: :meth:`land_file` and :meth:`land_lines` write one into the input's
+    directory at once, and Spark's own file source reads it at its next trigger.
     """
 
     __test__ = False  # not a pytest test class
@@ -123,6 +125,11 @@ class TestInputTopic:
         return self._spec.kafka is not None
 
     @property
+    def is_file_input(self) -> bool:
+        """True for a file input: it takes files (:meth:`land_file`), not rows."""
+        return self._spec.files is not None
+
+    @property
     def current_time(self) -> datetime:
         """The record time the next record without a timestamp gets."""
         return self._time
@@ -131,7 +138,7 @@ class TestInputTopic:
         """Move this handle's record time forward by ``delta`` (not processing time, not
         the watermark)."""
         self._link.check_open()
-        self._time = _later(self._time, delta, "this topic's record time")
+        self._time = later(self._time, delta, "this topic's record time")
 
     @overload
     def pipe_input(
@@ -166,7 +173,7 @@ class TestInputTopic:
         partition. ``timestamp`` sets the event time (see the class doc); as in Kafka's
         ``pipeInput(key, value, timestamp)`` it may also be the third positional argument.
         """
-        self._link.check_open()
+        self._check_rows()
         if len(args) == 3 and timestamp is None:
             *args_kv, timestamp = args
             args = tuple(args_kv)
@@ -188,6 +195,55 @@ class TestInputTopic:
                                                  self._time)
         self._pipe_kafka([serialized])
 
+    def land_file(self, name: str, contents: str | bytes) -> str:
+        """Land file ``name`` (letters, digits, ``._-=+@,``; a new name) with
+        ``contents`` (str is written as UTF-8) in this file input's directory, at once
+        (written under a hidden name, then renamed). Its modification time is the
+        driver's processing time, or 1 ms after the file landed before it if that is
+        later: Spark takes new files in that order. Spark lists the directory at the
+        query's next trigger and reads the file then, or at a later trigger if
+        ``maxFilesPerTrigger`` (or its kin) leaves it for later; the batch that reads it
+        has it in ``BatchRecord.input_records`` as ``TestRecord(key=name,
+        value=contents)``. Returns ``name``."""
+        self._link.check_open()
+        return self._landing("land_file").land(name, contents, to_ms(self._link.now()))
+
+    def land_lines(self, lines: Iterable[str], *, name: str | None = None) -> str:
+        """Land a file of ``lines``, each ended by a newline, as :meth:`land_file` does;
+        ``name`` defaults to the next free ``part-NNNNN.<format>``. A line may not hold a
+        line break (land a file's exact contents with :meth:`land_file`). Returns the
+        file's name."""
+        self._link.check_open()
+        landing = self._landing("land_lines")
+        if isinstance(lines, (str, bytes)):
+            raise InvalidArgumentTypeError(
+                "land_lines takes an iterable of lines (str), got one "
+                f"{type(lines).__name__}: wrap it in a list, or land it with land_file")
+        text = []
+        for index, line in enumerate(lines):
+            if not isinstance(line, str) or "\n" in line or "\r" in line:
+                raise InvalidArgumentError(
+                    f"lines[{index}] must be a str without line breaks, got {line!r}")
+            text.append(line + "\n")
+        return landing.land(name, "".join(text), to_ms(self._link.now()))
+
+    def _landing(self, verb: str) -> LandingDir:
+        files = self._spec.files
+        if files is None:
+            raise InvalidArgumentTypeError(
+                f"input {self._spec.name!r} takes rows (pipe_input...), so {verb} has "
+                "nowhere to put a file; declare a file input with t.file_input(...), or "
+                "from_app(..., land_files=[...]) for a file source the job reads")
+        return files.landing
+
+    def _check_rows(self) -> None:
+        self._link.check_open()
+        if self._spec.files is not None:
+            raise InvalidArgumentTypeError(
+                f"input {self._spec.name!r} is a file input: it takes files, not rows; "
+                "land them with land_file(name, contents) or land_lines(lines), and Spark's "
+                "file source reads them at the next trigger")
+
     def pipe_empty_batch(self) -> None:
         """Queue a data batch of zero rows for the next trigger, as Spark's
         ``AddData(stream)`` with no data: the source gets a new offset holding no rows.
@@ -197,7 +253,7 @@ class TestInputTopic:
         advances, stateful operators run (and may emit, evict or time out), and no rows
         come from this input. Records piped before the same trigger make that offset
         non-empty instead (still one batch). Moves no time."""
-        self._link.check_open()
+        self._check_rows()
         self._link.pipe_empty(self._spec.name)
 
     def pipe_value_list(
@@ -226,7 +282,7 @@ class TestInputTopic:
         spec = self._spec
         if spec.kafka is not None:
             return False
-        self._link.check_open()
+        self._check_rows()
         if self._columns is None:
             self._columns = ColumnLines(spec.encoder.schema)
         lines = self._columns.lines(values)
@@ -263,7 +319,7 @@ class TestInputTopic:
         """Queue :class:`TestRecord` values, all or none. Each brings its ``value``,
         ``key``, ``timestamp`` (or the handle's record time when None), ``headers`` and
         ``partition`` (Kafka inputs); other fields are ignored."""
-        self._link.check_open()
+        self._check_rows()
         clock = self._time
         kafka: list[SerializedRecord] = []
         lines: list[str] = []
@@ -302,7 +358,7 @@ class TestInputTopic:
         *,
         keyed: bool,
     ) -> None:
-        self._link.check_open()
+        self._check_rows()
         if keyed and self._spec.kafka is None:
             self._plain_only(True, None, None)
         if start_timestamp is None and advance is not None:
@@ -372,7 +428,7 @@ class TestInputTopic:
         elif timestamp is not None:
             event_time = require_aware(timestamp, "timestamp")
         else:
-            event_time, clock = clock, _later(clock, self._advance, "the next record time")
+            event_time, clock = clock, later(clock, self._advance, "the next record time")
         record = SerializedRecord(
             key=key, value=value, key_bytes=key_bytes, value_bytes=value_bytes,
             timestamp=event_time, headers=normalize_headers(headers), partition=partition,
@@ -406,52 +462,8 @@ class TestInputTopic:
         self, value: Any, timestamp: datetime | None, clock: datetime
     ) -> tuple[str, TestRecord, datetime]:
         """(JSON line, record, this handle's record time after it) for one value."""
-        spec = self._spec
-        column = spec.timestamp_column
-        try:
-            if column is not None and isinstance(value, (tuple, list)) and (
-                len(value) == len(spec.encoder.names) - 1
-            ):
-                names = spec.encoder.names_except(column)
-                mapping: Mapping[str, Any] = dict(zip(names, value, strict=True))
-            else:
-                mapping = spec.encoder.as_mapping(value, "value")
-            event_time: datetime | None = None
-            if column is None:
-                if timestamp is not None:
-                    raise InvalidArgumentError(
-                        f"input {spec.name!r} has no timestamp_column, so timestamp= has "
-                        "nowhere to go; declare t.input(..., timestamp_column=...) or put the "
-                        "time in the value"
-                    )
-            else:
-                given = mapping.get(column)
-                if given is None:
-                    if timestamp is None:
-                        event_time = clock
-                        clock = _later(clock, self._advance, "the next record time")
-                    else:
-                        event_time = require_aware(timestamp, "timestamp")
-                    mapping = {**mapping, column: event_time}
-                else:
-                    event_time = given if is_plain_utc(given) else require_aware(
-                        given, f"field {column!r}")
-                    if timestamp is not None and require_aware(timestamp, "timestamp") != given:
-                        raise InvalidArgumentError(
-                            f"the value's {column!r} ({given.isoformat()}) and timestamp= "
-                            f"({timestamp.isoformat()}) disagree; give the event time once"
-                        )
-            line = spec.encoder.json_line(mapping)
-        except SchemaMismatchError as error:
-            raise SchemaMismatchError(f"input {spec.name!r}: {error}") from None
-        record = TestRecord(value=dict(mapping), timestamp=event_time, topic=spec.name)
-        return line, record, clock
+        return encode_value(self._spec, self._advance, value, timestamp, clock)
 
     def __repr__(self) -> str:
         return f"<TestInputTopic {self._spec.name!r} at {self._time.isoformat()}>"
 
-
-def _later(time: datetime, delta: timedelta, what: str) -> datetime:
-    """``time + delta``, or :class:`~pyspark_streamtest.errors.TimeOutOfRangeError` when
-    that is past 9999 (before anything is piped)."""
-    return from_ms(check_in_range(to_ms(time) + duration_ms(delta, "delta"), what))

@@ -13,13 +13,14 @@ Each output becomes one streaming query. Spark's memory source is single-consume
 so when several outputs read the same input, the driver calls the function once more
 for each such output and gives every query its own source, fed identical rows. The
 function must therefore be deterministic: the same inputs and outputs on every call.
+A file input (``t.file_input``) is Spark's file source over a directory the driver owns:
+it serves any number of queries, each reading the files from its own checkpoint.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Literal
 
@@ -29,14 +30,13 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
-    _parse_datatype_string,
 )
 
 from .._spark.connect.session import ConnectLink
 from .._spark.jvm import Jvm
-from .._spark.query.late_rows import LateOperator, late_operators
+from .._spark.query.late_rows import late_operators
 from .._spark.query.memory_stream import JsonMemoryStream
-from .._spark.query.plan import LateRule, column_expr_id, late_rule_for, plan_facts
+from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts
 from .._spark.query.start import processing_time_ms
 from ..core._values import StructEncoder
 from ..errors import (
@@ -44,7 +44,7 @@ from ..errors import (
     UnsupportedSchemaError,
     hide_our_frames,
 )
-from ..kafka._shapes import KafkaInput, KafkaOutput, kafka_sink_frame
+from ..kafka._shapes import KafkaInput, kafka_sink_frame
 from ..kafka.serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
@@ -52,6 +52,11 @@ from ..kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
+from ._landing import LandingSource, file_source, landing_dirs
+from ._specs import Source, _as_struct, _check_name
+from ._specs import _BuiltOutput as _BuiltOutput
+from ._specs import _InputSpec as _InputSpec
+from ._specs import _OutputSpec as _OutputSpec
 
 __tracebackhide__ = hide_our_frames
 
@@ -61,62 +66,6 @@ OutputMode = Literal["append", "update", "complete"]
 BatchFunction = Callable[[DataFrame, int], object]
 """What ``foreachBatch`` takes: called with each micro-batch's DataFrame and batch id."""
 _MODES = ("append", "update", "complete")
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-
-
-@dataclass(frozen=True)
-class _InputSpec:
-    name: str
-    schema: StructType
-    timestamp_column: str | None
-    encoder: StructEncoder
-    kafka: KafkaInput | None = None
-    partitions: int = 1
-    """Source partitions (a Kafka input's are its topic's)."""
-    key: str | None = None
-    """The column whose value places a typed record (``partitions > 1``)."""
-    left_out: str | None = None
-    """Why no query reads it (``from_app(outputs=...)`` left its readers out), or None."""
-
-
-@dataclass(frozen=True)
-class _OutputSpec:
-    name: str
-    output_mode: str
-    kafka: KafkaOutput | None = None
-    foreach_batch: BatchFunction | None = field(default=None, compare=False)
-    """The user's ``foreachBatch`` function, run inside each batch after its rows are
-    collected (not compared: a job may make a new closure on every call)."""
-    trigger_ms: int | None = None
-    """The query's own processing-time trigger interval (set by ``from_app``)."""
-
-
-@dataclass(frozen=True)
-class _BuiltOutput:
-    spec: _OutputSpec
-    dataframe: DataFrame
-    streams: tuple[tuple[str, JsonMemoryStream], ...]
-    """(input name, source) for every input this output's query reads."""
-    has_watermark: bool
-    watermarks: tuple[tuple[str, str], ...] = ()
-    late_rule: LateRule | str = "the query has no event-time watermark"
-    """How its stateful operator drops late rows, or why that cannot be stated."""
-    time_columns: tuple[tuple[str, str | None], ...] = ()
-    """(input name, its event-time column) per input it reads."""
-    runs_no_data_batches: bool = True
-    """Spark may run a batch without new data (a watermark to act on, or processing-time
-    timeouts and timers); False lets the driver stop after a data batch."""
-    late_operators: tuple[LateOperator, ...] | str = ()
-    """The stateful operators that drop late rows, for evaluating which records they
-    drop when the event time is computed in the query; or why that cannot be told."""
-    input_partitions: tuple[tuple[str, int], ...] = ()
-    """(input name, its source partitions) per input it reads."""
-    sources: tuple[str, ...] = ()
-    """The input each of the query's sources reads, in Spark's source order (the order
-    of the offset log's lines: the plan's streaming leaves, left to right)."""
-    rebuild: Callable[[], _BuiltOutput] | None = field(default=None, compare=False)
-    """The same output built again by the topology function, over sources of its own
-    (the differential oracle runs it by Spark alone)."""
 
 
 class Topology:
@@ -133,7 +82,7 @@ class Topology:
         """With a Spark Connect session: its link to the server's session (inputs are
         handed out as Connect DataFrames, outputs planned by the server)."""
         self._inputs: dict[str, _InputSpec] = {}
-        self._streams: dict[str, JsonMemoryStream] = {}
+        self._streams: dict[str, Source] = {}
         self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
 
     @property
@@ -242,13 +191,52 @@ class Topology:
         kafka = KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
         return self._declare_input(name, struct, "timestamp", kafka)
 
+    def file_input(
+        self,
+        name: str,
+        *,
+        format: str,
+        schema: str | StructType | None = None,
+        options: Mapping[str, str | int | float | bool] | None = None,
+    ) -> DataFrame:
+        """Declare input ``name`` as files landing in a directory and return what
+        ``spark.readStream.format(format).options(**options).schema(schema)
+        .load(directory)`` returns: Spark's own file source, over a temporary directory
+        of this input's (deleted when the driver closes or resets).
+
+        The test lands files with the input handle's
+        :meth:`~pyspark_streamtest.TestInputTopic.land_file` and
+        :meth:`~pyspark_streamtest.TestInputTopic.land_lines`, not rows. At each
+        trigger Spark lists the directory and reads the files it has not read yet with
+        the reader's options (``mode``, ``columnNameOfCorruptRecord``, ``multiLine``,
+        ``header``, ``maxFilesPerTrigger``, ``latestFirst``...): parsing and the files
+        per batch are Spark's. ``schema`` is the reader's (a streaming file source needs
+        one, but for ``text``); ``options`` must not hold ``path``. A reader Spark
+        refuses raises :class:`~pyspark_streamtest.errors.TopologyError` with Spark's
+        message. See the guide "Land files as they arrive".
+        """
+        self._check_new_input(name)
+        source, files = file_source(self._jvm, name, format, schema, options)
+        struct = source.dataframe.schema
+        # Files are never piped, so no row encoder is needed: an empty one stands in.
+        self._inputs[name] = _InputSpec(name, struct, None, StructEncoder(StructType([])),
+                                        files=files)
+        self._streams[name] = source
+        if self._link is not None:
+            return self._link.to_connect(source.dataframe)  # type: ignore[no-any-return]
+        return source.dataframe
+
+    def _check_new_input(self, name: str) -> None:
+        _check_name(name, "input")
+        if name in self._inputs:
+            raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
+                                "the DataFrame")
+
     def _declare_input(
         self, name: str, struct: StructType, timestamp_column: str | None,
         kafka: KafkaInput | None, partitions: int = 1, key: str | None = None,
     ) -> DataFrame:
-        if name in self._inputs:
-            raise TopologyError(f"input {name!r} is declared twice; declare it once and reuse "
-                                "the DataFrame")
+        self._check_new_input(name)
         try:
             encoder = StructEncoder(struct)
         except UnsupportedSchemaError as error:
@@ -390,18 +378,21 @@ class Topology:
                 )
             if input_name not in used:
                 used.append(input_name)
+        files = [n for n in used if self._inputs[n].files is not None]
+        untraced = (f"it reads files landed in input {files[0]!r}, and the rows of a landed "
+                    "file are not traced back to it" if files else None)
         return _BuiltOutput(
             spec,
             df,
             tuple((input_name, self._streams[input_name]) for input_name in used),
             facts.has_event_time_watermark,
             facts.watermarks,
-            late_rule_for(spec.output_mode, df, facts, {
+            untraced or late_rule_for(spec.output_mode, df, facts, {
                 column_expr_id(self._streams[n].dataframe, column) for n in used
                 if (column := self._inputs[n].timestamp_column) is not None}),
             tuple((n, self._inputs[n].timestamp_column) for n in used),
             facts.has_event_time_watermark or facts.has_grouped_state,
-            late_operators(df, spec.output_mode == "complete")
+            (untraced or late_operators(df, spec.output_mode == "complete"))
             if facts.has_event_time_watermark else (),
             tuple((n, self._inputs[n].partitions) for n in used),
             # plan_facts walks right to left: its leaves are in reverse source order
@@ -414,36 +405,26 @@ TopologyFunction = Callable[[Topology], None]
 _TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
 
 
-def _check_name(name: object, kind: str) -> None:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise TopologyError(
-            f"{kind} name {name!r} must be a non-empty string of letters, digits, '_', '-', '.'"
-        )
-
-
-def _as_struct(schema: object, name: str) -> StructType:
-    if isinstance(schema, StructType):
-        return schema
-    if isinstance(schema, str):
-        try:
-            parsed = _parse_datatype_string(schema)
-        except Exception as error:
-            raise TopologyError(
-                f"input {name!r}: cannot parse schema {schema!r}: {str(error).splitlines()[0]}"
-            ) from None
-        if isinstance(parsed, StructType):
-            return parsed
-    raise TopologyError(
-        f"input {name!r}: schema must be a DDL string such as 'user STRING, ts TIMESTAMP' or a "
-        f"StructType, got {schema!r}"
-    )
-
-
 def build_topology(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
 ) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
     """Run the topology function and give every output query its own sources
-    (``spark`` is the session the user's code sees: with ``link``, a Connect one)."""
+    (``spark`` is the session the user's code sees: with ``link``, a Connect one). A
+    file source serves several queries, so one its query shares needs no second call.
+    A build that fails deletes the landing directories it made if no query holds
+    them."""
+    try:
+        return _build(function, spark, jvm, link)
+    except BaseException:
+        landing = landing_dirs(jvm, make=False)
+        if landing is not None:
+            landing.release_if_unheld()
+        raise
+
+
+def _build(
+    function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None,
+) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
     first = _call(function, spark, jvm, link)
     if not first._outputs:
         raise TopologyError(
@@ -454,7 +435,8 @@ def build_topology(
     built: list[_BuiltOutput] = []
     for name in first._outputs:
         output = first._built_output(name)
-        reads = {input_name for input_name, _ in output.streams}
+        reads = {input_name for input_name, source in output.streams
+                 if not isinstance(source, LandingSource)}
         if reads & claimed:  # another query already consumes one of these sources
             again = _call(function, spark, jvm, link)
             if _signature(again) != signature:
@@ -484,7 +466,8 @@ def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
 def _signature(t: Topology) -> tuple[object, ...]:
     return (
         tuple(
-            (s.name, s.schema.json(), s.timestamp_column, s.kafka, s.partitions, s.key)
+            (s.name, s.schema.json(), s.timestamp_column, s.kafka, s.partitions, s.key,
+             s.files)
             for s in t._inputs.values()
         ),
         tuple(spec for spec, _ in t._outputs.values()),
