@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from ..errors import UnsupportedAppCallError, hide_our_frames
+from ..errors import TopologyError, UnsupportedAppCallError, hide_our_frames
 from ._context import AppRun, last_segment
+from ._landing import FileDeclarer, lands_files
 
 __tracebackhide__ = hide_our_frames
 
@@ -19,7 +20,8 @@ FILE_FORMATS = ("json", "csv", "parquet", "orc", "text")
 SOURCES = ("kafka", "rate", "rate-micro-batch", "socket", *FILE_FORMATS, "delta", "table")
 _RATE_SCHEMA = "timestamp TIMESTAMP, value BIGINT"
 # Options that decide how many records one batch takes. The driver puts every record
-# piped between two steps into one batch, so it cannot honour them.
+# piped between two steps into one batch, so it cannot honour them (Spark's file source
+# honours them itself for a file source that lands files: from_app(land_files=...)).
 _RATE_LIMITS = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "maxFilesPerTrigger", "maxBytesPerTrigger",
@@ -160,6 +162,9 @@ class AppStreamReader:
         return topics
 
     def _file(self, source: str, path: str) -> DataFrame:
+        name = self._run.input_name(path, last_segment(path))
+        if lands_files(self._run.settings, name):
+            return self._landing(source, path, name)
         self._refuse_rate_limits(source)
         if source == "text":
             schema: StructType | str = "value STRING"
@@ -168,6 +173,31 @@ class AppStreamReader:
         else:
             schema = self._stated_schema(path, f"{source} path")
         return self._typed(path, last_segment(path), schema, None)
+
+    def _landing(self, source: str, path: str, name: str) -> DataFrame:
+        """The job's own reader (format, schema, options) over the input's landing
+        directory instead of ``path``: Spark's file source reads the files landed."""
+        if source == "delta":
+            raise UnsupportedAppCallError(
+                f"from_app(land_files=...) lists {name!r}, a Delta table: its files are "
+                "written with a transaction log, not landed one by one; leave it out of "
+                "land_files= and pipe its rows")
+        schema = self._schema if self._schema is not None else self._run.settings.schemas.get(
+            path)
+        options = {k: v for k, v in self._options.items() if k.lower() != "path"}
+        declarer = cast(FileDeclarer, self._run.declarer)
+        key = ("files", source, schema if isinstance(schema, (str, type(None)))
+               else schema.json(), tuple(sorted(options.items())))
+        try:
+            return self._once(name, key, lambda: declarer.file_input(
+                name, format=source, schema=schema, options=options))
+        except UnsupportedAppCallError:
+            raise
+        except TopologyError as error:
+            hint = ("" if schema is not None or source == "text" else
+                    f"; give the schema with from_app(..., schemas={{{path!r}: '...'}})")
+            raise UnsupportedAppCallError(f"the job's {source} source {path!r}: {error}{hint}"
+                                          ) from None
 
     def _stated_schema(self, source: str, what: str) -> StructType | str:
         stated = self._run.settings.schemas.get(source)
