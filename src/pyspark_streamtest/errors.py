@@ -236,20 +236,24 @@ class StreamingQueryFailedError(BatchFailedError):
     plan (sources to the first stateful operator) as batch jobs, halving them until one
     record alone raises the same error (about 2 log2 n small jobs); None when there is
     one record, or the error does not come from one record there (a stateful
-    processor, a ``foreachBatch`` function, a sink).
+    processor, a ``foreachBatch`` function, a sink). Each input of a stream-stream join
+    is replayed on its own, so a record of either input can be named. ``culprit_note``
+    says why no record is named when the search ran and found none, or could not run.
     """
 
     def __init__(
         self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = (),
-        *, culprit: Any = None,
+        *, culprit: Any = None, culprit_note: str | None = None,
     ) -> None:
         self.output = output
         self.batch_id = batch_id
         self.cause = cause
         self.records = records
         self.culprit = culprit
+        self.culprit_note = culprit_note
         read = _describe_records(records)
-        shown = (_shown_records(records) if culprit is None else
+        why = f"no record named as the one that raised it: {culprit_note}\n" if culprit_note else ""
+        shown = (why + _shown_records(records) if culprit is None else
                  f"the record that raised it (the batch's records replayed one half at a "
                  f"time):\n{_shown_records((culprit,))}")
         super().__init__(
@@ -265,7 +269,8 @@ class StreamingQueryFailedError(BatchFailedError):
                            self._keywords()), self.__dict__)
 
     def _keywords(self) -> dict[str, Any]:
-        return {} if self.culprit is None else {"culprit": self.culprit}
+        found = {"culprit": self.culprit, "culprit_note": self.culprit_note}
+        return {key: value for key, value in found.items() if value is not None}
 
 
 class SparkInfrastructureError(BatchFailedError):

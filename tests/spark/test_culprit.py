@@ -1,5 +1,7 @@
 """A batch that fails on one record names that record: the batch's records are replayed
-through the query's row-wise plan, one half at a time, until one raises the same error."""
+through the query's row-wise plan, one half at a time, until one raises the same error
+(each input of a stream-stream join on its own); when none is named, the message says
+why."""
 
 from __future__ import annotations
 
@@ -31,6 +33,20 @@ def kafka_counts(t: Topology) -> None:
     t.output("counts", users.groupBy("user").count(), output_mode="update")
 
 
+def attributed(t: Topology) -> None:
+    """Impressions LEFT OUTER joined with the clicks on them within 30 minutes, each
+    input's time parsed from text (the issue-50 job's shape)."""
+    impressions = (t.input("impressions", schema="imp_id STRING, ts STRING")
+                   .select("imp_id", F.col("ts").cast("timestamp").alias("imp_time"))
+                   .withWatermark("imp_time", "10 minutes"))
+    clicks = (t.input("clicks", schema="click_imp STRING, ts STRING")
+              .select("click_imp", F.col("ts").cast("timestamp").alias("click_time"))
+              .withWatermark("click_time", "10 minutes"))
+    t.output("attributed", impressions.join(clicks, F.expr(
+        "imp_id = click_imp AND click_time BETWEEN imp_time AND imp_time + interval 30 minutes"
+    ), "leftOuter"))
+
+
 def test_the_record_that_raised_is_named_among_many(topology_driver):
     driver = topology_driver(plain_users)
     clicks = driver.create_input_topic("clicks")
@@ -49,6 +65,25 @@ def test_the_record_that_raised_is_named_among_many(topology_driver):
     assert again.culprit == error.culprit and str(again) == text
 
 
+def test_an_error_only_records_together_raise_says_so(topology_driver):
+    """A UDF that raises only when two records meet in one task: the replay halves the
+    records, no half raises, and the message says so (the error class alone is known)."""
+    def together(t: Topology) -> None:
+        clicks = t.input("clicks", schema="user STRING")
+        counted = clicks.groupBy().agg(F.count("*").alias("n"))
+        t.output("users", counted.select(
+            F.udf(lambda n: 1 // (n - 4) if n < 5 else n, "int")("n").alias("n")),
+            output_mode="complete")
+
+    driver = topology_driver(together)
+    driver.create_input_topic("clicks").pipe_value_list([{"user": u} for u in "abcd"])
+    with pytest.raises(StreamingQueryFailedError) as failed:
+        driver.process_all_available()
+    assert "ZeroDivisionError" in failed.value.cause and failed.value.culprit is None
+    assert failed.value.culprit_note.startswith("replayed one half at a time through the "
+                                                "query's row-wise plan")
+
+
 def test_a_kafka_record_is_named_with_its_offset(topology_driver):
     driver = topology_driver(kafka_counts)
     clicks = driver.create_input_topic("clicks", key_serializer="string", value_serializer="json")
@@ -60,9 +95,31 @@ def test_a_kafka_record_is_named_with_its_offset(topology_driver):
     assert "  clicks p0@2  'poison': {'user': 'poison'}\n" in str(failed.value)
 
 
+@pytest.mark.parametrize("bad", ["clicks", "impressions"])
+def test_a_joined_query_names_the_record_of_either_input(topology_driver, bad):
+    """Replayed as one batch join, a half holding one input's records only would join
+    nothing (Spark's optimizer does not even parse the other input): each input of the
+    stream-stream join is replayed on its own."""
+    driver = topology_driver(attributed)
+    impressions = driver.create_input_topic("impressions")
+    clicks = driver.create_input_topic("clicks")
+    imp_ts = ["2026-01-01 00:00:00"] * 3
+    click_ts = ["2026-01-01 00:01:00", "2026-01-01 00:02:00", "2026-01-01 00:03:00"]
+    (imp_ts if bad == "impressions" else click_ts)[1] = "yesterday"
+    impressions.pipe_value_list([{"imp_id": f"i{i}", "ts": ts} for i, ts in enumerate(imp_ts)])
+    clicks.pipe_value_list([{"click_imp": f"i{i}", "ts": ts} for i, ts in enumerate(click_ts)])
+    with pytest.raises(StreamingQueryFailedError) as failed:
+        driver.process_all_available()
+    error = failed.value
+    assert "[CAST_INVALID_INPUT]" in error.cause and len(error.records) == 6
+    assert error.culprit is not None and error.culprit.topic == bad
+    assert error.culprit.value["ts"] == "yesterday" and error.culprit_note is None
+    assert f"the record that raised it (the batch's records replayed one half at a time):\n  {bad}" in str(error)
+
+
 def test_an_error_no_single_record_raises_names_none(topology_driver):
-    """A foreachBatch function that fails on the batch as a whole: replaying the plan
-    raises nothing, so every record stays listed."""
+    """A foreachBatch function that fails on the batch as a whole: no replay can raise
+    it, so every record stays listed and the message says why none is named."""
     def failing(batch, batch_id):
         if batch.count() > 2:
             raise ValueError("too many rows in one batch")
@@ -75,4 +132,10 @@ def test_an_error_no_single_record_raises_names_none(topology_driver):
     with pytest.raises(StreamingQueryFailedError) as failed:
         driver.process_all_available()
     assert failed.value.culprit is None
-    assert "  clicks  {'user': 'a'}\n  clicks  {'user': 'b'}\n" in str(failed.value)
+    assert ("no record named as the one that raised it: the error (no Python traceback of "
+            "a UDF, no Spark error class) is not one that replaying records through the "
+            "query's plan can raise: it comes from a foreachBatch function, a sink or the "
+            "batch as a whole\n  clicks  {'user': 'a'}\n  clicks  {'user': 'b'}\n"
+            ) in str(failed.value)
+    again = pickle.loads(pickle.dumps(failed.value))
+    assert again.culprit_note == failed.value.culprit_note and str(again) == str(failed.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .._spark.jvm import JavaObject, Jvm
@@ -46,9 +47,29 @@ class Replayable(Protocol):
     def leaves(self) -> dict[int, JavaObject]: ...
 
 
+@dataclass(frozen=True)
+class CulpritSearch:
+    """What the search for a failed batch's culprit found: the record, or why none."""
+
+    record: TestRecord | None
+    why_none: str | None = None
+
+
+_NOT_A_RECORDS = (
+    "the error (no Python traceback of a UDF, no Spark error class) is not one that "
+    "replaying records through the query's plan can raise: it comes from a foreachBatch "
+    "function, a sink or the batch as a whole"
+)
+_NONE_RAISES = (
+    "replayed one half at a time through the query's row-wise plan (each input of a "
+    "stream-stream join on its own), no record raises it alone: it comes from a stateful "
+    "operator, a foreachBatch function or a sink, or from records together"
+)
+
+
 def batch_failure(
     output: str, batch_id: int, cause: str, records: tuple[TestRecord, ...],
-    culprit: Callable[[], TestRecord | None],
+    culprit: Callable[[], CulpritSearch],
 ) -> BatchFailedError:
     """The error for batch ``batch_id`` of ``output`` that failed with ``cause`` (Spark's
     text) after reading ``records``; ``culprit`` finds the record that raised it (run
@@ -65,7 +86,9 @@ def batch_failure(
     machinery = infrastructure_failure(cause)
     if machinery is not None:
         return SparkInfrastructureError(output, batch_id, cause, machinery, machine_load())
-    return StreamingQueryFailedError(output, batch_id, cause, records, culprit=culprit())
+    found = culprit()
+    return StreamingQueryFailedError(output, batch_id, cause, records, culprit=found.record,
+                                     culprit_note=found.why_none)
 
 
 def error_signature(cause: str) -> str | None:
@@ -101,18 +124,22 @@ def bisect_culprit(
 def raising_record(
     jvm: Jvm, runner: Replayable, cause: str, records: Sequence[TestRecord],
     sql_conf: Mapping[str, str],
-) -> TestRecord | None:
+) -> CulpritSearch:
     """The record of a failed batch (``records``, failed with ``cause``) that raises the
-    batch's error on its own; None when there is one record or none, when the error is
-    not one a record can raise, or when no replay finds it (or a replay cannot run: the
-    batch's own error is what the test must see)."""
+    batch's error on its own; none when there is one record or none (the message lists
+    it), else with the reason: the error is not one a record can raise, no replay finds
+    it, or a replay cannot run (the batch's own error is what the test must see)."""
+    if len(records) < 2:
+        return CulpritSearch(None)
     signature = error_signature(cause)
-    if signature is None or len(records) < 2:
-        return None
+    if signature is None:
+        return CulpritSearch(None, _NOT_A_RECORDS)
     try:
-        return _search(jvm, runner, signature, records, sql_conf)
-    except Exception:  # e.g. the JVM died with the batch: report the batch's error alone
-        return None
+        found = _search(jvm, runner, signature, records, sql_conf)
+    except Exception as error:  # e.g. the JVM died with the batch
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        return CulpritSearch(None, f"the replay could not run ({first})")
+    return CulpritSearch(found, None if found is not None else _NONE_RAISES)
 
 
 def _search(

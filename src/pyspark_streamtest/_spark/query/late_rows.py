@@ -215,6 +215,10 @@ class _Rebuild:
             return source
         if name.startswith(_PASS_THROUGH):  # as a batch it would deduplicate the batch
             return self(kids[0])
+        if name == "Join" and _is_stateful(node):
+            # As a batch join, a half of the records holding one side only would join
+            # nothing, and Spark's optimizer would not even evaluate the other side.
+            raise _UnsupportedPlanError("a stream-stream join")
         rebuilt = [self(kid) for kid in kids]
         if name == "Project":
             tag = _tag_of(rebuilt[0])
@@ -343,9 +347,10 @@ def replay_error(
     lines: Mapping[int, Sequence[tuple[int, str]]],
 ) -> str | None:
     """Run the row-wise parts of ``plan`` (a query's analyzed plan: each largest subtree
-    from the sources up that holds no stateful operator) as batch jobs over ``lines``;
-    the error text of the first that raises (a UDF raising on one of the records), or
-    None when none does or nothing of the plan can be replayed."""
+    from the sources up that holds no stateful operator; each input of a stream-stream
+    join is one) as batch jobs over ``lines``; the error text of the first that raises (a
+    UDF raising on one of the records), or None when none does or nothing of the plan
+    can be replayed."""
     sources = {expr_id: _source(jvm, attribute, lines.get(expr_id, ()))
                for expr_id, attribute in leaves.items()}
     rebuild = _Rebuild(jvm, sources)
