@@ -421,6 +421,11 @@ def test_a_reader_spark_refuses_is_refused_with_its_message(topology_driver):
     with pytest.raises(TopologyError, match="the input reads its own landing directory"):
         topology_driver(with_path)
 
+    def rate(t: Topology) -> None:
+        t.output("x", t.file_input("x", format="rate"))
+    with pytest.raises(TopologyError, match="format 'rate' reads no files"):
+        topology_driver(rate)
+
 
 def test_rate_limits_are_spark_s_on_a_landing_input_and_refused_on_a_piped_one(
         topology_driver):

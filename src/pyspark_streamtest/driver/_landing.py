@@ -30,15 +30,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from .._spark.jvm import Jvm, java_error_text
-from .._spark.query.file_source import batch_files, file_stream
+from .._spark.query.file_source import NotAFileSourceError, batch_files, file_stream
 from ..core.records import TestRecord
 from ..core.time import from_ms
-from ..errors import (
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    TopologyError,
-    hide_our_frames,
-)
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, TopologyError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
@@ -243,6 +238,10 @@ def file_source(
         raise TopologyError(
             f"file input {name!r}: format must be a file format Spark reads ('json', "
             f"'csv', 'parquet', 'orc', 'text'...), got {source_format!r}")
+    if schema is not None and not isinstance(schema, (str, StructType)):
+        raise TopologyError(
+            f"file input {name!r}: schema must be a DDL string or a StructType (or None "
+            f"for Spark's own, as text has), got {type(schema).__name__}")
     if options is not None and not isinstance(options, Mapping):
         raise TopologyError(
             f"file input {name!r}: options must be a mapping of reader options, got "
@@ -260,6 +259,8 @@ def file_source(
     try:
         frame, leaf_id = file_stream(jvm, landing.path, source_format=source_format,
                                      schema=schema, options=texts)
+    except NotAFileSourceError as error:
+        raise TopologyError(f"file input {name!r}: {error}") from None
     except Exception as error:
         text = java_error_text(error).strip().splitlines()
         raise TopologyError(

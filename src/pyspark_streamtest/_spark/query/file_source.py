@@ -35,10 +35,14 @@ from .memory_stream import wrap_dataframe
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["batch_files", "file_stream", "read_failure_text"]
+__all__ = ["NotAFileSourceError", "batch_files", "file_stream", "read_failure_text"]
 
 _COMPACT = re.compile(r"^(\d+)\.compact$")
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
+
+
+class NotAFileSourceError(ValueError):
+    """The reader's format reads no files (``rate``, ``kafka``...)."""
 
 
 def file_stream(
@@ -49,7 +53,8 @@ def file_stream(
     the JVM's session (the reader Spark would build for the job), and the expression id
     of the source's first column in the plan (which identifies the source among a
     query's streaming leaves). Spark's refusals (no schema, an unknown format, a bad
-    option) raise as Spark raises them."""
+    option) raise as Spark raises them; a format whose source is not Spark's file
+    source (``rate``, ``kafka``...) raises :class:`NotAFileSourceError`."""
     reader = jvm.jspark.readStream().format(source_format)
     for key, value in options.items():
         reader = reader.option(key, value)
@@ -58,7 +63,12 @@ def file_stream(
     elif schema is not None:
         reader = reader.schema(schema)
     jdf = reader.load(path)
-    output = jdf.queryExecution().analyzed().output()
+    leaf = jdf.queryExecution().analyzed()
+    if str(leaf.nodeName()) != "StreamingRelation" or not str(leaf.sourceName()).startswith(
+            "FileSource["):
+        raise NotAFileSourceError(f"format {source_format!r} reads no files: its source is "
+                                  "not Spark's file source")
+    output = leaf.output()
     leaf_id = int(output.head().exprId().id()) if output.size() else -1
     return wrap_dataframe(jvm, jdf), leaf_id
 
