@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; imported on fi
     )
     from .core.records import (
         BatchRecord,
+        DuplicateRecord,
         KeyValue,
         LateRecord,
         StateOperatorMetrics,
@@ -94,6 +95,7 @@ __version__ = "0.1.0"
 _ON_FIRST_USE = {
     "DEFAULT_START_TIME": ".core.time",
     "BatchRecord": ".core.records",
+    "DuplicateRecord": ".core.records",
     "Feature": ".core.features",
     "KeyValue": ".core.records",
     "LateRecord": ".core.records",
@@ -127,6 +129,7 @@ __all__ = [
     "DriverInterruptedError",
     "DriverLeftOpenError",
     "DriverStoppedError",
+    "DuplicateRecord",
     "Feature",
     "GoldenMismatchError",
     "IncompatibleCheckpointError",

@@ -77,10 +77,33 @@ class LateRecord:
 
 
 @dataclass(frozen=True)
+class DuplicateRecord:
+    """An input record a deduplication (``dropDuplicates``,
+    ``dropDuplicatesWithinWatermark``) dropped because its key was already held.
+
+    ``key`` maps the deduplication's key columns to the record's values there.
+    ``earlier`` is the record it repeats: the last record before it with the same key
+    that the deduplication did not drop as late, or None when the key came from before
+    this driver's history (a saved checkpoint). ``operator`` names the operator as
+    Spark's progress does (``dedupe``, ``dedupeWithinWatermark``) and ``operator_id`` is
+    its position in the batch's ``state_operators``.
+    """
+
+    record: TestRecord
+    batch_id: int
+    key: Mapping[str, Any]
+    earlier: TestRecord | None
+    operator: str
+    operator_id: int
+
+
+@dataclass(frozen=True)
 class StateOperatorMetrics:
     """What one stateful operator reported for one batch (Spark's ``stateOperators``
     progress): rows in its store after the batch, rows updated and removed by it, the
-    store's memory, and input rows it dropped as late."""
+    store's memory, input rows it dropped as late and, for a deduplication, input rows
+    it dropped as duplicates (Spark's custom metric ``numDroppedDuplicateRows``; None
+    for an operator that does not deduplicate)."""
 
     operator_name: str
     rows_total: int
@@ -88,6 +111,7 @@ class StateOperatorMetrics:
     rows_removed: int
     memory_used_bytes: int
     rows_dropped_by_watermark: int
+    rows_dropped_as_duplicates: int | None = None
 
 
 class LaterRecords:
@@ -287,8 +311,8 @@ class BatchRecord:
 
     @property
     def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:
-        """Per stateful operator, in operator order: rows total/updated/removed, memory
-        and late drops in this batch."""
+        """Per stateful operator, in operator order: rows total/updated/removed, memory,
+        late drops and (deduplications) duplicates dropped in this batch."""
         return tuple(
             StateOperatorMetrics(
                 operator_name=str(op.get("operatorName", "")),
@@ -297,6 +321,7 @@ class BatchRecord:
                 rows_removed=int(op.get("numRowsRemoved", 0)),
                 memory_used_bytes=int(op.get("memoryUsedBytes", 0)),
                 rows_dropped_by_watermark=int(op.get("numRowsDroppedByWatermark", 0)),
+                rows_dropped_as_duplicates=dropped_duplicates(op),
             )
             for op in self.state_operators
         )
@@ -317,3 +342,10 @@ setattr(BatchRecord, "input_records", _InputRecords())  # noqa: B010
 # These keep their default (None, in __init__'s signature) and store through it.
 for _name in LAZY_FIELDS:
     setattr(BatchRecord, _name, _LazyField(_name))
+
+
+def dropped_duplicates(operator: Mapping[str, Any]) -> int | None:
+    """A deduplication's ``numDroppedDuplicateRows`` in one batch's progress of one
+    operator; None where the operator reports no such metric."""
+    found = (operator.get("customMetrics") or {}).get("numDroppedDuplicateRows")
+    return None if found is None else int(found)

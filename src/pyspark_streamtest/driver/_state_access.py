@@ -8,13 +8,14 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .._spark.query.late_rows import watermark_inputs
+from .._spark.query.late_rows import dedup_operators, watermark_inputs
 from .._spark.query.plan import LateRule
 from .._spark.query.state import read_metadata, read_state_schema, state_reader_options
 from .._spark.query.tws_metadata import is_transform_with_state
 from ..core.features import Feature, require_feature, supported_features
 from ..core.records import (
     BatchRecord,
+    DuplicateRecord,
     Later,
     LateRecord,
     StateOperatorMetrics,
@@ -24,6 +25,7 @@ from ..core.records import (
 )
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
+from ..state._duplicates import evaluate_duplicates
 from ..state._late_evaluated import evaluate_event_times, evaluate_late
 from ..state._reader import (
     Shape,
@@ -202,6 +204,20 @@ class StateAccess:
             for batch, _ in pending:
                 settle(batch, "late_records", found[id(batch)])  # in place: held ones too
         return self._history.late_records(runner.name)
+
+    def duplicate_records(self, output: str) -> list[DuplicateRecord]:
+        runner = self._queries.runner(output)
+        batches: list[tuple[BatchRecord, datetime]] = []
+        previous: datetime | None = runner.resumed_watermark  # as late_records compares
+        for batch in self._history.of_output(runner.name):
+            batches.append((batch, previous or EPOCH))
+            previous = batch.watermark
+
+        def held(operator_id: int, batch_id: int) -> StateStoreView:
+            return self.read(output, operator_id=operator_id, batch_id=batch_id)
+
+        return evaluate_duplicates(output, dedup_operators(runner.built.dataframe), batches,
+                                   runner.source_line, runner.reach, held)
 
     def fill_event_times(self, output: str) -> None:
         """Evaluate the event time of every record ``output``'s query read where it is

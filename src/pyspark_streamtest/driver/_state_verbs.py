@@ -1,6 +1,7 @@
-"""The driver's state verbs: state store views, operator descriptions, late records and
-state-row checks. :class:`~pyspark_streamtest.TopologyTestDriver` inherits them; the
-work is done by :class:`~pyspark_streamtest.driver._state_access.StateAccess`."""
+"""The driver's state verbs: state store views, operator descriptions, late and
+duplicate records and state-row checks. :class:`~pyspark_streamtest.TopologyTestDriver`
+inherits them; the work is done by
+:class:`~pyspark_streamtest.driver._state_access.StateAccess`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ..core.records import LateRecord
+from ..core.records import DuplicateRecord, LateRecord
 from ..errors import InvalidArgumentError, hide_our_frames
 from ..state.views import StateStoreView, TopologyDescription, WindowStoreView
 from ._state_access import StateAccess
@@ -157,6 +158,32 @@ class StateVerbs:
         """
         self._check_open()
         return self._state.late_records(output)
+
+    def duplicate_records(self, output: str) -> list[DuplicateRecord]:
+        """Every input record ``output``'s deduplications (``dropDuplicates``,
+        ``dropDuplicatesWithinWatermark``) have dropped as duplicates so far, oldest
+        first, each with its batch, its key, the earlier record it repeats and the
+        operator (see :class:`DuplicateRecord`).
+
+        Spark drops a row as a duplicate when its key is in the operator's state (kept
+        from an earlier batch and not yet evicted) or met earlier in the same batch;
+        rows the operator drops as late are not duplicates (see :meth:`late_records`).
+        The driver evaluates the query's plan below each deduplication that dropped rows
+        (one batch job over the piped records), reads the keys its state held before each
+        batch with drops (Spark's state data source: PySpark 4.0+), and checks the count
+        per batch against Spark's ``numDroppedDuplicateRows``
+        (``BatchRecord.state_metrics``, ``rows_dropped_as_duplicates``). No drops, no
+        work.
+
+        Raises :class:`InvalidArgumentError` (a ``ValueError``) with the reason when the
+        driver cannot tell exactly: a deduplication fed by another stateful operator's
+        output, a plan node it cannot replay, one key met in two input partitions in one
+        batch (Spark keeps whichever its task reads first), or a count that disagrees
+        with Spark's; :class:`UnsupportedFeatureError` before PySpark 4.0.
+        """
+        self._check_open()
+        with self._spark_calls():
+            return self._state.duplicate_records(output)
 
     def assert_num_state_rows(
         self,

@@ -15,8 +15,11 @@ are not late drops).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from pyspark.sql import DataFrame
 
@@ -29,6 +32,7 @@ from .plan import time_mode
 __tracebackhide__ = hide_our_frames
 
 TAG = "__streamtest_record"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _DELAY_KEY = "spark.watermarkDelayMs"
 _ROW_WISE = (
     "Filter", "SubqueryAlias", "EventTimeWatermark", "Generate", "Union", "Sort",
@@ -52,6 +56,9 @@ class OperatorInput:
     derived: str | None = None
     """Why the rows reaching it are not piped records (they come out of another
     stateful operator), or None."""
+    keys: tuple[JavaObject, ...] = ()
+    """Attributes whose values each reaching row also reports (a deduplication's keys);
+    with keys, ``attribute`` may be None (no watermark: no row is late)."""
 
 
 @dataclass(frozen=True)
@@ -160,19 +167,26 @@ def late_operators(df: DataFrame, complete: bool) -> tuple[LateOperator, ...] | 
     driver cannot tell which rows they drop. In ``complete`` output mode an aggregation
     keeps the whole result and drops nothing as late."""
     found: list[LateOperator] = []
-    index = 0
+    for index, node in _stateful_nodes(df):
+        operator = _operator(index, node)
+        if isinstance(operator, str):
+            return operator
+        if operator is not None and not (complete and operator.kind == "Aggregate"):
+            found.append(operator)
+    return tuple(found)
+
+
+def _stateful_nodes(df: DataFrame) -> list[tuple[int, JavaObject]]:
+    """The stateful nodes of ``df``'s analyzed plan with their positions in the progress'
+    ``stateOperators``: pre-order, left first."""
+    found: list[tuple[int, JavaObject]] = []
     stack = [df._jdf.queryExecution().analyzed()]
-    while stack:  # pre-order, left first: the order of the progress' stateOperators
+    while stack:
         node = stack.pop()
         if _is_stateful(node):
-            operator = _operator(index, node)
-            if isinstance(operator, str):
-                return operator
-            if operator is not None and not (complete and operator.kind == "Aggregate"):
-                found.append(operator)
-            index += 1
+            found.append((len(found), node))
         stack.extend(reversed(_children(node)))
-    return tuple(found)
+    return found
 
 
 def watermark_inputs(df: DataFrame) -> tuple[OperatorInput, ...]:
@@ -281,11 +295,49 @@ def _of_rows(jvm: Jvm, plan: JavaObject) -> JavaObject:
 @dataclass(frozen=True)
 class Reached:
     """One row that reached the operator: the record's tag and the late attribute's
-    value in microseconds (``start`` too when it is a window struct)."""
+    value in microseconds (``start`` too when it is a window struct; :data:`NEVER_LATE`
+    for a null or no event time where keys are asked for), and the keys' values (a
+    ``TimestampType`` key as an aware UTC datetime)."""
 
     tag: int
     end_us: int
     start_us: int | None
+    key: tuple[Any, ...] = ()
+
+
+NEVER_LATE = sys.maxsize
+"""``Reached.end_us`` of a row no watermark makes late."""
+
+
+@dataclass(frozen=True)
+class DedupOperator:
+    """A ``dropDuplicates`` / ``dropDuplicatesWithinWatermark`` of the query, in Spark's
+    operator order: the rows reaching it carry its keys (``key_names``, in order)."""
+
+    index: int
+    kind: str
+    input: OperatorInput
+    key_names: tuple[str, ...]
+
+
+def dedup_operators(df: DataFrame) -> tuple[DedupOperator, ...]:
+    """The deduplications of ``df``'s query (its streaming ``Deduplicate`` nodes)."""
+    found = []
+    for index, node in _stateful_nodes(df):
+        name = str(node.nodeName())
+        if not name.startswith("Deduplicate"):
+            continue
+        child = _children(node)[0]
+        keys = tuple(_attributes(node.keys()))
+        below = _stateful_below(child)
+        derived = None if below is None else (
+            f"its input rows come out of another stateful operator ({below}), not from the "
+            "records piped in")
+        attribute = _late_attribute(child.output())
+        column = "" if attribute is None else str(attribute.name())
+        found.append(DedupOperator(index, name, OperatorInput(
+            None, child, attribute, column, derived, keys), tuple(str(k.name()) for k in keys)))
+    return tuple(found)
 
 
 def rows_reaching(
@@ -306,30 +358,31 @@ def rows_reaching(
         tag = _tag_of(plan)
     except _UnsupportedPlanError as reason:
         return str(reason)
-    target = next((a for a in _attributes(plan.output())
-                   if int(a.exprId().id()) == int(operator_input.attribute.exprId().id())), None)
-    if target is None:
-        return "the operator's input does not keep its event-time column"
     expressions = jvm.jvm.org.apache.spark.sql.catalyst.expressions
-    is_struct = str(target.dataType().typeName()) == "struct"
+
+    def alias(expression: JavaObject, name: str) -> JavaObject:
+        return expressions.Alias(expression, name, expressions.NamedExpression.newExprId(),
+                                 jvm.seq([]), jvm.none(), jvm.seq([]))
 
     def micros(expression: JavaObject, name: str) -> JavaObject:
-        return expressions.Alias(expressions.UnixMicros(expression), name,
-                                 expressions.NamedExpression.newExprId(), jvm.seq([]),
-                                 jvm.none(), jvm.seq([]))
+        return alias(expressions.UnixMicros(expression), name)
 
+    if operator_input.keys:
+        return _keys_reaching(jvm, operator_input, plan, tag, alias, micros)
+    assert operator_input.attribute is not None
+    target = _same(plan, operator_input.attribute)
+    if target is None:
+        return "the operator's input does not keep its event-time column"
+    is_struct = str(target.dataType().typeName()) == "struct"
     if is_struct:
         start = expressions.GetStructField(target, 0, jvm.none())
         end = expressions.GetStructField(target, 1, jvm.none())
         listed = [tag, micros(start, "start"), micros(end, "end")]
     else:
         listed = [tag, micros(target, "end")]
-    project = jvm.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(jvm.seq(listed), plan)
-    try:
-        rows = wrap_dataframe(jvm, _of_rows(jvm, project)).collect()
-    except Exception as error:  # e.g. a UDF below the operator raising on a record
-        first = java_error_text(error).strip().splitlines()
-        return f"replaying the query's input as a batch job failed: {first[0] if first else error}"
+    rows = _collect(jvm, plan, listed)
+    if isinstance(rows, str):
+        return rows
     reached = []
     for row in rows:
         if row["end"] is None:
@@ -337,6 +390,54 @@ def rows_reaching(
         reached.append(Reached(int(row[0]), int(row["end"]),
                                int(row["start"]) if is_struct else None))
     return reached
+
+
+def _same(plan: JavaObject, attribute: JavaObject) -> JavaObject | None:
+    wanted = int(attribute.exprId().id())
+    return next((a for a in _attributes(plan.output()) if int(a.exprId().id()) == wanted), None)
+
+
+def _collect(jvm: Jvm, plan: JavaObject, listed: list[JavaObject]) -> list[Any] | str:
+    project = jvm.jvm.org.apache.spark.sql.catalyst.plans.logical.Project(jvm.seq(listed), plan)
+    try:
+        return list(wrap_dataframe(jvm, _of_rows(jvm, project)).collect())
+    except Exception as error:  # e.g. a UDF below the operator raising on a record
+        first = java_error_text(error).strip().splitlines()
+        return f"replaying the query's input as a batch job failed: {first[0] if first else error}"
+
+
+def _keys_reaching(
+    jvm: Jvm, operator_input: OperatorInput, plan: JavaObject, tag: JavaObject,
+    alias: Any, micros: Any,
+) -> list[Reached] | str:
+    """The rows reaching a deduplication, with its keys' values and event time."""
+    listed, stamps = [tag], []
+    for i, key in enumerate(operator_input.keys):
+        target = _same(plan, key)
+        if target is None:
+            return f"the operator's input does not keep its key column {key.name()}"
+        stamp = str(target.dataType().typeName()) == "timestamp"
+        stamps.append(stamp)
+        listed.append(micros(target, f"k{i}") if stamp else alias(target, f"k{i}"))
+    event = None if operator_input.attribute is None else _same(plan, operator_input.attribute)
+    if event is not None and str(event.dataType().typeName()) == "struct":
+        return "the deduplication's event-time column is a window struct"
+    if event is not None:
+        listed.append(micros(event, "end"))
+    rows = _collect(jvm, plan, listed)
+    if isinstance(rows, str):
+        return rows
+    reached = []
+    for row in rows:
+        key = tuple(_instant(row[i + 1]) if stamp else row[i + 1]
+                    for i, stamp in enumerate(stamps))
+        end = row["end"] if event is not None else None
+        reached.append(Reached(int(row[0]), NEVER_LATE if end is None else int(end), None, key))
+    return reached
+
+
+def _instant(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
 
 
 # --- replaying a failed batch ---------------------------------------------------------------
