@@ -88,6 +88,21 @@ def test_within_the_watermark_a_key_is_a_duplicate_until_its_state_expires(topol
     assert [late.record.offset for late in driver.late_records("clicks")] == [5]
 
 
+def test_a_key_held_within_the_watermark_reads_with_its_expiry_as_a_time(topology_driver):
+    """Spark's dropDuplicatesWithinWatermark keeps ``expiresAtMicros`` per key: the view
+    gives it as an instant (event time + delay), and the key until the watermark passes it."""
+    driver = topology_driver(within_watermark)
+    clicks = driver.create_input_topic("clicks", value_serializer="json")
+    clicks.pipe_input({"id": "x", "ts": T0.isoformat()})
+    driver.process_all_available()
+    (entry,) = driver.get_state_store("clicks").all()
+    assert (entry.key, entry.value, entry.expires_at) == ("x", None, T0 + timedelta(seconds=10))
+    assert entry.ttl_expiration is None
+    clicks.pipe_input({"id": "y", "ts": (T0 + timedelta(seconds=30)).isoformat()})
+    driver.process_all_available()  # the watermark moves to 20 s: x is evicted
+    assert [e.key for e in driver.get_state_store("clicks").all()] == ["y"]
+
+
 def by_id_and_time(t: Topology) -> None:
     events = t.input("events", schema="id STRING, ts TIMESTAMP", timestamp_column="ts")
     t.output("unique", events.withWatermark("ts", "5 seconds").dropDuplicates(["id", "ts"]))

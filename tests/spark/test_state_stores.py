@@ -128,6 +128,15 @@ def test_dedup_and_join_stores(topology_driver):
     with pytest.raises(StateStoreError, match="is a stream-stream join; read one side with "
                                               "get_join_store"):
         driver.get_state_store("clicked_ads")
+    # describe() gives each side's schemas, as get_join_store reads its rows
+    (join,) = driver.describe().query("clicked_ads").operators
+    assert join.kind == "symmetricHashJoin" and (join.key_schema, join.value_schema) == (None, None)
+    assert str(driver.describe().query("clicked_ads")).splitlines()[-4:] == [
+        "    left key:    struct<field0:string>",
+        "    left value:  struct<ad:string,shown:timestamp>",
+        "    right key:   struct<field0:string>",
+        "    right value: struct<click_ad:string,clicked:timestamp>",
+    ]
 
 
 def _count_with_timeout(key, frames, state):

@@ -173,13 +173,23 @@ class StateAccess:
                     self._spark, runner.checkpoint, batch_id=runner.last_batch.batch_id,
                     stores=mine))
                 continue
+            sides: list[tuple[str, str, str]] = []
+            batch_id = runner.last_batch.batch_id
             if "default" in names:
                 schema = read_state_schema(self._spark, runner.checkpoint, state_reader_options(
-                    runner.last_batch.batch_id, operator_id, "default", None, None))
+                    batch_id, operator_id, "default", None, None))
                 key_schema = schema["key"].dataType.simpleString()
                 value_schema = schema["value"].dataType.simpleString()
+            elif mine[0].operator_name == "symmetricHashJoin":
+                for side in ("left", "right"):
+                    schema = read_state_schema(self._spark, runner.checkpoint,
+                                               state_reader_options(batch_id, operator_id,
+                                                                    None, side, None))
+                    sides.append((side, schema["key"].dataType.simpleString(),
+                                  schema["value"].dataType.simpleString()))
             described.append(OperatorDescription(
-                operator_id, mine[0].operator_name, names, key_schema, value_schema))
+                operator_id, mine[0].operator_name, names, key_schema, value_schema,
+                join_sides=tuple(sides)))
         return tuple(described)
 
     def late_records(self, output: str) -> list[LateRecord]:

@@ -422,8 +422,14 @@ def read_view(
             key_values = tuple(key_dict[n] for n in kept_key)
         else:
             key_values = tuple(key_dict[n] for n in key_names)
+        expires_at = None
         if isinstance(value, dict):
             if set(value) == {"__dummy__"}:  # dropDuplicates keeps keys only
+                value = None
+            elif set(value) == {"expiresAtMicros"}:  # dropDuplicatesWithinWatermark
+                micros = value["expiresAtMicros"]
+                expires_at = None if micros is None else utc_from_micros(
+                    micros, f"output {output!r}: a deduplicated key's expiresAtMicros")
                 value = None
             elif shape == "key_value" and "groupState" in value:
                 value = value["groupState"]
@@ -433,6 +439,7 @@ def read_view(
             window=window,
             partition=int(row.get("partition_id") or 0),
             ttl_expiration=expiration,
+            expires_at=expires_at,
         ))
     view_class = WindowStoreView if shape in ("window", "session") else StateStoreView
     return view_class(

@@ -99,13 +99,20 @@ class StateEntry:
     to the millisecond Spark keeps) from which the entry is expired; ``value`` is then
     the value itself, as for a variable without TTL. Spark removes expired entries
     in a batch whose processing time has reached their expiration; until then a read
-    still lists them. None for every other entry."""
+    still lists them. None for every other entry.
+
+    ``expires_at`` is set for an entry of a ``dropDuplicatesWithinWatermark`` store
+    (whose ``value`` is then None, as ``dropDuplicates`` keeps keys only): Spark's
+    ``expiresAtMicros`` as an aware UTC instant, the key's event time plus the
+    watermark delay; Spark evicts the key in a batch whose watermark has passed it.
+    None for every other entry."""
 
     key: Any
     value: Any
     window: Window | None = None
     partition: int = 0
     ttl_expiration: datetime | None = None
+    expires_at: datetime | None = None
 
     def __iter__(self) -> Iterator[Any]:
         yield self.key
@@ -372,13 +379,18 @@ class OperatorDescription:
     :class:`StateVariableDescription`, ordered by name), and ``timers``: which timers
     the operator keeps (``"processing time"`` or ``"event time"``; None for time mode
     ``"None"``, which has none), read with ``get_state_store(output, timers=True)``.
-    ``note`` says what could not be shown and why (None when nothing is missing)."""
+    ``note`` says what could not be shown and why (None when nothing is missing).
+
+    For a stream-stream join (``symmetricHashJoin``, PySpark 4.0+), whose state is two
+    sides of four stores, ``join_sides`` gives each side's key and value schemas as its
+    rows are read with ``get_join_store(output, side)``: ``(side, key, value)``."""
 
     operator_id: int
     kind: str
     store_names: tuple[str, ...]
     key_schema: str | None = None
     value_schema: str | None = None
+    join_sides: tuple[tuple[str, str, str], ...] = ()
     time_mode: str | None = None
     state_variables: tuple[StateVariableDescription, ...] = ()
     timers: TimerKind | None = None
@@ -401,6 +413,9 @@ class OperatorDescription:
             lines.append(f"  key:   {self.key_schema}")
         if self.value_schema is not None:
             lines.append(f"  value: {self.value_schema}")
+        for side, key, value in self.join_sides:
+            lines.append(f"  {side + ' key:':<12} {key}")
+            lines.append(f"  {side + ' value:':<12} {value}")
         if self.time_mode is not None:
             timers = (f"{self.timers} (read: get_state_store({output!r}, timers=True))"
                       if self.timers else "none")
