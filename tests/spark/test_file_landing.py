@@ -7,6 +7,7 @@ streaming query over a real directory with Spark's own ``ManualClock`` and
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from pyspark_streamtest._spark.jvm import Jvm
 from pyspark_streamtest.driver import _twin
 from tests.helpers import T0
 
-Files = Sequence[tuple[str, str]]
+Files = Sequence[tuple[str, str | bytes]]
 """(file name, contents) landed in one step."""
 
 JSON = "id INT, name STRING"
@@ -82,7 +83,8 @@ def spark_alone(spark: SparkSession, folder: Path, source_format: str, schema: s
     for files in steps:
         paths = []
         for name, contents in files:
-            (folder / name).write_text(contents, encoding="utf-8")
+            data = contents.encode("utf-8") if isinstance(contents, str) else contents
+            (folder / name).write_bytes(data)
             paths.append(str(folder / name))
         reader = spark.read.format(source_format).options(**options)
         if schema is not None:
@@ -115,7 +117,8 @@ def spark_alone(spark: SparkSession, folder: Path, source_format: str, schema: s
         [("b.json", '{"id":3,"name":"cy"}\n{"id":4,"na')],
     ], id="a-partial-last-line"),
     pytest.param(JSON, {}, [
-        [("a.json", '{"id":7,"name":"same"}\n'), ("b.json", '{"id":7,"name":"same"}\n')],
+        [("a.json", '{"id":7,"name":"same"}\n'),
+         ("b=1+x@y,z.json", '{"id":7,"name":"same"}\n')],
         [("c.json", '{"id":7,"name":"same"}\n')],
     ], id="the-same-record-in-two-files"),
 ])
@@ -139,6 +142,9 @@ def test_json_files_parse_as_spark_alone_parses_them(topology_driver, spark, tmp
         [("a.log", "first line\nsecond line")],
         [("b.log", "\nthird\n")],
     ], id="text-lines"),
+    pytest.param("json", JSON, {}, [
+        [("a.json.gz", gzip.compress(b'{"id":1,"name":"ann"}\n{"id":2}\n', mtime=0))],
+    ], id="gzip-by-its-name"),
     pytest.param("text", None, {"wholetext": "true"}, [
         [("a.log", "first line\nsecond line\n")],
     ], id="text-whole-files"),
