@@ -192,6 +192,21 @@ def test_failfast_fails_the_batch_with_sparks_error(topology_driver, spark, tmp_
     assert [r.key for r in again.value.records] == ["b.json"]
 
 
+def test_no_landed_file_is_named_as_the_culprit_and_the_note_says_why(topology_driver):
+    driver = topology_driver.from_app(reading("json", JSON, {"mode": "FAILFAST"}),
+                                      land_files=True)
+    events = driver.create_input_topic("events")
+    events.land_file("good.json", '{"id":1}\n')
+    events.land_file("bad.json", '{"id":\n')
+    with pytest.raises(StreamingQueryFailedError) as failed:
+        driver.advance_wall_clock(timedelta(seconds=1))
+    assert failed.value.culprit is None
+    assert failed.value.culprit_note == (
+        "the batch read landed files ('good.json', 'bad.json'), and a replay of the batch "
+        "cannot feed a file's rows: Spark's error names the file that failed")
+    assert "bad.json" in failed.value.cause
+
+
 def test_a_fixed_reader_resumes_with_the_failed_batch_s_files(topology_driver):
     """Fix and resume: the next version of the job reads the files of the failed batch
     (Spark's file log in the checkpoint holds them) with its own reader options."""

@@ -297,6 +297,15 @@ class LandedInputs:
         source = self._by_input.get(record.topic)
         return None if source is None else (source.raw_expr_id, "")
 
+    def no_culprit(self, records: Sequence[TestRecord]) -> str | None:
+        """Why no record of a failed batch that read landed files is named as the one
+        that raised its error (None if it read none): a replay cannot feed a file's
+        rows, and Spark's error names the file."""
+        files = [repr(r.key) for r in records if r.topic in self._by_input]
+        return None if not files else (
+            f"the batch read landed files ({', '.join(files)}), and a replay of the batch "
+            "cannot feed a file's rows: Spark's error names the file that failed")
+
     def why_untraced(self) -> str:
         """Why the rows of the query's batches cannot be traced to landed files."""
         names = ", ".join(repr(name) for name in self._by_input)

@@ -40,7 +40,7 @@ from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import StepTimeoutError, TopologyError, hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
-from ._culprit import batch_failure, raising_record
+from ._culprit import CulpritSearch, batch_failure, raising_record
 from ._landing import LandedInputs
 from ._piped import RecordBlock, RecordQueue
 from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled, progress_watermark
@@ -379,8 +379,12 @@ class QueryRunner:
                 else failure_text(self._jquery) or "the query stopped without an error"
             )
             read = (*self._retry, *self._files.of_batch(self.checkpoint, self.next_batch_id))
-            raise batch_failure(self.name, self.next_batch_id, cause, read, lambda: (
-                raising_record(self._jvm, self, cause, read, self._sql_conf))) from None
+            def culprit() -> CulpritSearch:  # never a landed file: say why none is named
+                found = raising_record(self._jvm, self, cause, read, self._sql_conf)
+                note = self._files.no_culprit(read) if found.why_none is not None else None
+                return found if note is None else replace(found, why_none=note)
+
+            raise batch_failure(self.name, self.next_batch_id, cause, read, culprit) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "
@@ -476,9 +480,8 @@ class QueryRunner:
             output_records=outputs,
             num_input_rows=num_input,
             new_data=new_data,
-            num_rows_dropped_by_watermark=sum(
-                int(op.get("numRowsDroppedByWatermark", 0)) for op in operators
-            ),
+            num_rows_dropped_by_watermark=sum(int(op.get("numRowsDroppedByWatermark", 0))
+                                              for op in operators),
             num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),
             state_operators=operators,
             late_records=late,  # type: ignore[arg-type]  # evaluated when read
@@ -492,6 +495,5 @@ class QueryRunner:
         if progress is None or progress.get("batchId") != batch_id:
             raise RuntimeError(
                 f"internal error: no progress for batch {batch_id} of output {self.name!r} "
-                f"(last progress: {None if progress is None else progress.get('batchId')})"
-            )
+                f"(last progress: {None if progress is None else progress.get('batchId')})")
         return progress
