@@ -181,7 +181,7 @@ def measure(runs: int, suite_tests: int) -> dict[str, Any]:
                                  f", {busy:.2f} of {os.cpu_count()} cores busy"), flush=True)
         finally:
             subprocess.run([sys.executable, "-m", "pyspark_streamtest.gates.cli", "warm-jvm",
-                            "stop", "--in-use"],
+                            "stop", "--in-use", "--all-projects"],
                            env={**os.environ, "STREAMTEST_WARM_JVM_DIR": jvms},
                            capture_output=True, timeout=300, check=False)
     one_cold, one_warm = results["one_test_cold_s"], results["one_test_warm_s"]

@@ -384,19 +384,53 @@ def test_off_leaves_no_jvm_behind(project, tmp_path):
     assert not jvms.exists() or list(jvms.iterdir()) == []
 
 
+def _command(project: Project, jvms: Path, *verb: str, cwd: Path) -> str:
+    env = {**project.env(), "STREAMTEST_WARM_JVM_DIR": str(jvms)}
+    done = subprocess.run([sys.executable, "-m", "pyspark_streamtest.gates.cli", "warm-jvm",
+                           *verb], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=True)
+    return done.stdout
+
+
 def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
+    """From the project's folder (or one below it): its JVMs."""
     jvms = tmp_path / "listed-jvms"
     pid = _jvm_of_a_run(project, "listed", STREAMTEST_WARM_JVM_DIR=str(jvms))
-    env = {**project.env(), "STREAMTEST_WARM_JVM_DIR": str(jvms)}
-    command = [sys.executable, "-m", "pyspark_streamtest.gates.cli", "warm-jvm"]
-    listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True,
-                            timeout=60, check=True)
-    assert f"JVM pid {pid} (waiting)" in listed.stdout
-    ended = subprocess.run([*command, "stop"], env=env, capture_output=True, text=True,
-                           timeout=120, check=True)
-    assert ended.stdout.strip() == "ended 1 warm JVM"
+    below = project.root / "sub"
+    below.mkdir()
+    (project.root / "pyproject.toml").write_text("")  # what marks the project's folder
+    assert f"JVM pid {pid} (waiting)" in _command(project, jvms, "list", cwd=below)
+    ended = _command(project, jvms, "stop", cwd=project.root)
+    assert ended.strip() == f"ended 1 warm JVM of project {project.root.resolve()}"
     assert _gone_within(pid, 10)
     assert list(jvms.iterdir()) == []
+
+
+def test_another_project_s_jvms_are_its_own_unless_all_are_asked_for(project, tmp_path):
+    """On a machine with several projects, a project's runs and commands never end
+    another's JVMs: neither ``warm-jvm stop`` nor a run keeping the number waiting
+    (``$STREAMTEST_WARM_JVM_MAX``) touches them; ``--all-projects`` does."""
+    jvms = tmp_path / "projects-jvms"
+    other = _jvm_of_a_run(project, "other_project", STREAMTEST_WARM_JVM_DIR=str(jvms),
+                          STREAMTEST_WARM_JVM_PROJECT="/elsewhere/other")
+    ours = [_jvm_of_a_run(project, f"ours_{n}", STREAMTEST_WARM_JVM_DIR=str(jvms),
+                          STREAMTEST_WARM_JVM_MAX="1", PROJECT_FLAVOUR=str(n))
+            for n in range(2)]  # another JVM each; one may wait: ours_0's ends
+    try:
+        assert _gone_within(ours[0], 30)
+        assert _alive(other) and _alive(ours[1])
+        listed = _command(project, jvms, "list", cwd=project.root)
+        assert f"JVM pid {ours[1]}" in listed and f"JVM pid {other}" not in listed
+        assert _command(project, jvms, "stop", cwd=project.root).startswith("ended 1 warm JVM")
+        assert _gone_within(ours[1], 10) and _alive(other)
+        everywhere = _command(project, jvms, "list", "--all-projects", cwd=project.root)
+        assert f"JVM pid {other} (waiting)" in everywhere
+        assert "project /elsewhere/other" in everywhere
+        assert _command(project, jvms, "stop", "--all-projects",
+                        cwd=project.root).strip() == "ended 1 warm JVM"
+        assert _gone_within(other, 10)
+    finally:
+        _end_all(jvms)
 
 
 def test_at_most_a_few_jvms_wait_the_least_used_end_first(project, tmp_path):

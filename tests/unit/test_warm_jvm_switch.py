@@ -118,3 +118,37 @@ def test_a_bad_cap_is_refused_naming_the_variable(tmp_path, monkeypatch, given):
     with pytest.raises(InvalidArgumentError, match=f"STREAMTEST_WARM_JVM_MAX='{given}'"):
         warm_jvm._start(warm_jvm._root(), "key", {}, dict(os.environ))
     assert list((tmp_path / "jvms").iterdir()) == []  # refused before anything started
+
+
+def test_a_project_is_the_nearest_folder_with_a_project_file(tmp_path, monkeypatch):
+    """Warm JVMs belong to the project a run was in: the nearest folder at or above the
+    working folder holding pyproject.toml, .git, ... (else the folder itself), unless
+    $STREAMTEST_WARM_JVM_PROJECT names it (the plugin sets it for a run's own children)."""
+    inner = tmp_path / "repo" / "src" / "pkg"
+    inner.mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    assert warm_jvm.project_of(str(inner)) == str((tmp_path / "repo").resolve())
+    (tmp_path / "repo" / "src" / "pyproject.toml").write_text("")
+    assert warm_jvm.project_of(str(inner)) == str((tmp_path / "repo" / "src").resolve())
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    assert warm_jvm.project_of(str(lone)) == str(lone.resolve())
+    monkeypatch.chdir(inner)
+    monkeypatch.delenv(warm_jvm.ENV_PROJECT, raising=False)
+    assert warm_jvm.current_project() == str((tmp_path / "repo" / "src").resolve())
+    monkeypatch.setenv(warm_jvm.ENV_PROJECT, "/some/project")
+    assert warm_jvm.current_project() == "/some/project"
+    assert warm_jvm.ENV_PROJECT in warm_jvm._VOLATILE_ENV  # not part of a JVM's fingerprint
+
+
+def test_a_run_names_its_project_for_the_processes_it_starts(pytester, monkeypatch):
+    monkeypatch.delenv(warm_jvm.ENV_PROJECT, raising=False)
+    pytester.makefile(".toml", pyproject="")
+    pytester.makepyfile(test_env="""
+        import os
+
+        def test_env():
+            assert os.environ["STREAMTEST_WARM_JVM_PROJECT"] == os.getcwd()
+    """)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert warm_jvm.ENV_PROJECT not in os.environ  # restored when the run ends

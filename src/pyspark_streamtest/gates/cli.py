@@ -23,9 +23,10 @@
     A Spark standalone cluster on 127.0.0.1 (:mod:`pyspark_streamtest.cluster`): ``start``
     prints the master's URL for ``--streamtest-master`` once every worker has
     registered; ``stop`` stops exactly the processes ``start`` started.
-``warm-jvm list`` / ``stop [--in-use]``
-    The warm JVMs pytest runs left for the next runs (``--streamtest-warm-jvm``): list
-    them, or end those no run is using (``--in-use``: those too).
+``warm-jvm list`` / ``stop [--in-use]`` (``--all-projects``)
+    The warm JVMs pytest runs of this folder's project left for the next runs
+    (``--streamtest-warm-jvm``): list them, or end those no run is using (``--in-use``:
+    those too); ``--all-projects``: every project's.
 """
 
 from __future__ import annotations
@@ -85,26 +86,33 @@ def _parser() -> argparse.ArgumentParser:
     warm = commands.add_parser(
         "warm-jvm", help="list or end the warm Spark JVMs pytest runs left for the next runs")
     warm_verbs = warm.add_subparsers(dest="warm_command", required=True)
-    warm_verbs.add_parser("list", help="list them: process ids, in use or waiting")
-    warm_stop = warm_verbs.add_parser("stop", help="end those no run is using")
+    warm_list = warm_verbs.add_parser(
+        "list", help="list this project's: process ids, in use or waiting")
+    warm_stop = warm_verbs.add_parser("stop", help="end this project's no run is using")
     warm_stop.add_argument("--in-use", action="store_true",
                            help="end those in use too (their runs lose their JVM)")
+    for verb in (warm_list, warm_stop):
+        verb.add_argument("--all-projects", action="store_true",
+                          help="every project's, not only this folder's project's")
     return parser
 
 
 def _warm_jvm(args: Any) -> int:
-    from .._spark.runtime import warm_jvm_admin
+    from .._spark.runtime import warm_jvm, warm_jvm_admin
 
+    everywhere = args.all_projects
+    scope = "" if everywhere else f" of project {warm_jvm.current_project()}"
     if args.warm_command == "list":
-        found = warm_jvm_admin.running()
+        found = warm_jvm_admin.running(all_projects=everywhere)
         for jvm in found:
             print(f"JVM pid {jvm.jvm_pid} ({'in use' if jvm.in_use else 'waiting'}), "
-                  f"keeper pid {jvm.keeper_pid}, {jvm.folder}")
+                  f"keeper pid {jvm.keeper_pid}, {jvm.folder}"
+                  + (f", project {jvm.project or 'unknown'}" if everywhere else ""))
         if not found:
-            print("no warm JVM is running")
+            print(f"no warm JVM{scope} is running")
         return 0
-    ended, left = warm_jvm_admin.stop(in_use=args.in_use)
-    print(f"ended {ended} warm JVM{'s' if ended != 1 else ''}"
+    ended, left = warm_jvm_admin.stop(in_use=args.in_use, all_projects=everywhere)
+    print(f"ended {ended} warm JVM{'s' if ended != 1 else ''}{scope}"
           + (f"; {left} in use left running (--in-use ends them too)" if left else ""))
     return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,12 +125,28 @@ def install_session_defaults(config: pytest.Config) -> None:
     from .._spark.runtime import session_defaults
 
     warm_jvm_wanted(config)  # a bad value stops the run before any test
+    config.add_cleanup(_share_warm_jvm_project())
     if connect_wanted(config):
         config.add_cleanup(session_defaults.enter_connect_mode())
 
     undo = session_defaults.install(lambda: _session_defaults(config),
                                     lambda session: _adopt(config, session))
     config.add_cleanup(undo)
+
+
+def _share_warm_jvm_project() -> Callable[[], None]:
+    """Name this run's project (see ``_spark/runtime/warm_jvm.py``) for the processes it
+    starts: a test's own pytest runs, in folders of their own, then share the project's
+    warm JVMs and their cap. Returns what restores the environment."""
+    from .._spark.runtime import warm_jvm
+
+    def restore() -> None:
+        os.environ.pop(warm_jvm.ENV_PROJECT, None)
+
+    if os.environ.get(warm_jvm.ENV_PROJECT):
+        return lambda: None
+    os.environ[warm_jvm.ENV_PROJECT] = warm_jvm.current_project()
+    return restore
 
 
 def _session_defaults(config: pytest.Config) -> Any:

@@ -63,6 +63,12 @@ ENV_MAX = "STREAMTEST_WARM_JVM_MAX"
 ENV_DIR = "STREAMTEST_WARM_JVM_DIR"
 """Where the warm JVMs' folders are (default: ``$XDG_RUNTIME_DIR/pyspark-streamtest``,
 else ``~/.cache/pyspark-streamtest``, a ``jvms`` folder in it)."""
+ENV_PROJECT = "STREAMTEST_WARM_JVM_PROJECT"
+"""The project a run's JVMs belong to (default: :func:`project_of` the working folder;
+the plugin sets it for the processes a run starts, so a test's own pytest runs share
+their project's JVMs). A run ends only its own project's JVMs to keep the number
+waiting, and ``warm-jvm stop`` only the current project's unless asked for all."""
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "pytest.ini", ".git")
 
 DEFAULT_IDLE_S = 900.0
 START_TIMEOUT_S = 180.0
@@ -79,7 +85,7 @@ run's SparkContext, not to the JVM, and no part of the fingerprint."""
 _VOLATILE_ENV = frozenset({
     "_", "OLDPWD", "PWD", "SHLVL", "TERM", "COLUMNS", "LINES", "PS1", "PS2", "PROMPT",
     "SSH_TTY", "WINDOWID", "TMUX_PANE", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET",
-    ENV_SWITCH, ENV_IDLE, ENV_DIR, ENV_MAX,
+    ENV_SWITCH, ENV_IDLE, ENV_DIR, ENV_MAX, ENV_PROJECT,
 })
 """Environment variables that say where a shell or a pytest run is, not what the JVM
 and its Python workers see (with every name starting with ``PYTEST_``)."""
@@ -167,6 +173,31 @@ def fingerprint(settings: Mapping[str, str], env: Mapping[str, str]) -> str:
                       if k not in _VOLATILE_ENV and not k.startswith("PYTEST_")),
     }
     return hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:20]
+
+
+def project_of(folder: str) -> str:
+    """The project ``folder`` belongs to: the nearest folder at or above it that holds a
+    :data:`PROJECT_MARKERS` file (``pyproject.toml``, ``.git``, ...), else ``folder``."""
+    here = Path(folder).resolve()
+    for candidate in (here, *here.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return str(candidate)
+    return str(here)
+
+
+def current_project() -> str:
+    """This process's project: ``$STREAMTEST_WARM_JVM_PROJECT``, else the working
+    folder's (:func:`project_of`)."""
+    return os.environ.get(ENV_PROJECT) or project_of(os.getcwd())
+
+
+def project_of_jvm(folder: str) -> str | None:
+    """The project a warm JVM's folder was started for; None for one started before
+    JVMs recorded it."""
+    try:
+        return Path(folder, "project").read_text()
+    except OSError:
+        return None
 
 
 def _modified(path: str | None) -> int | None:
@@ -353,6 +384,7 @@ def _start(root: str, key: str, settings: Mapping[str, str],
     keep = _max_waiting() - 1  # the others that may wait with this one once its run ends
     folder = tempfile.mkdtemp(prefix=f"{key}-", dir=root)  # 0700
     _jvm_keeper._write_private(os.path.join(folder, "launch.json"), json.dumps(dict(settings)))
+    _jvm_keeper._write_private(os.path.join(folder, "project"), current_project())
     lock = _lock(folder)
     assert lock is not None  # a new folder: nobody else knows of it
     idle = os.environ.get(ENV_IDLE) or str(DEFAULT_IDLE_S)
@@ -416,12 +448,14 @@ def _max_waiting() -> int:
 
 
 def _end_least_used(root: str, keep: int) -> None:
-    """End the waiting JVMs beyond the ``keep`` used most recently: each is taken from
-    the runs (its gateway file removed while its lock is held: no run attaches to it
+    """End this project's waiting JVMs beyond the ``keep`` used most recently (another
+    project's are its own runs' to end, or their idle time's): each is taken from the
+    runs (its gateway file removed while its lock is held: no run attaches to it
     afterwards), and its keeper, seeing the file gone, ends it. Does not wait for that."""
     waiting = []
+    project = current_project()
     for folder in glob.glob(os.path.join(root, "*")):
-        if folder == (_held.folder if _held else None):
+        if folder == (_held.folder if _held else None) or project_of_jvm(folder) != project:
             continue
         lock = _lock(folder, patience_s=0)
         if lock is None:

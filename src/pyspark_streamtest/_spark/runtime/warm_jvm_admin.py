@@ -10,7 +10,16 @@ import signal
 from dataclasses import dataclass
 
 from ...errors import hide_our_frames
-from .warm_jvm import _alive, _give_up, _lock, _read_info, _root, wait_gone
+from .warm_jvm import (
+    _alive,
+    _give_up,
+    _lock,
+    _read_info,
+    _root,
+    current_project,
+    project_of_jvm,
+    wait_gone,
+)
 
 __tracebackhide__ = hide_our_frames
 
@@ -23,28 +32,38 @@ class WarmJvm:
     jvm_pid: int
     keeper_pid: int
     in_use: bool
+    project: str | None = None
+    """The project it was started for (None: started before JVMs recorded it)."""
 
 
-def running() -> list[WarmJvm]:
-    """The warm JVMs of this user (of ``$STREAMTEST_WARM_JVM_DIR``'s folder, if set)."""
+def running(*, all_projects: bool = False) -> list[WarmJvm]:
+    """The warm JVMs of this user (of ``$STREAMTEST_WARM_JVM_DIR``'s folder, if set) that
+    belong to the current project (see :func:`.warm_jvm.current_project`), or to any
+    project with ``all_projects``."""
     found = []
+    project = current_project()
     for folder in sorted(glob.glob(os.path.join(_root(), "*"))):
         info = _read_info(folder)
         if info is None or not _alive(info["jvm_pid"]):
             continue
+        owner = project_of_jvm(folder)
+        if not all_projects and owner != project:
+            continue
         lock = _lock(folder)  # patient: the keeper takes it for a moment now and then
         if lock is not None:
             os.close(lock)
-        found.append(WarmJvm(folder, info["jvm_pid"], info["keeper_pid"], lock is None))
+        found.append(WarmJvm(folder, info["jvm_pid"], info["keeper_pid"], lock is None, owner))
     return found
 
 
-def stop(*, in_use: bool = False, timeout_s: float = 30.0) -> tuple[int, int]:
-    """End the warm JVMs no run is using (and, with ``in_use``, those too: their runs
-    lose their JVM). Returns how many were ended, and how many were left for their runs.
-    Bounded: a JVM that does not end when its keeper ends it is killed."""
+def stop(*, in_use: bool = False, all_projects: bool = False,
+         timeout_s: float = 30.0) -> tuple[int, int]:
+    """End the current project's warm JVMs (every project's with ``all_projects``) no
+    run is using (and, with ``in_use``, those too: their runs lose their JVM). Returns
+    how many were ended, and how many were left for their runs. Bounded: a JVM that does
+    not end when its keeper ends it is killed."""
     ended = left = 0
-    for jvm in running():
+    for jvm in running(all_projects=all_projects):
         lock = _lock(jvm.folder)  # held while it ends: no run takes it meanwhile
         if lock is None and not in_use:
             left += 1
