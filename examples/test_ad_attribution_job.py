@@ -119,8 +119,9 @@ def test_the_hourly_counts_are_added_once_per_batch_even_when_spark_replays_it(j
     clicks.pipe_input("k3", click("k3", "i3", 62))
     driver.crash_before_commit("hourly")  # the batch runs, then runs again on recovery
     driver.advance_wall_clock(MINUTE)
-    writes = [b for b in driver.batches if b.output == "hourly" and b.batch_id == 1]
-    assert len(writes) == 1  # the history keeps the batch once
+    writes = [(b.attempt, b.crashed) for b in driver.batches
+              if b.output == "hourly" and b.batch_id == 1]
+    assert writes == [(1, "before_commit"), (2, None)]  # both attempts, the crash marked
     assert hourly(db) == [("2024-01-01T00:00:00", "c1", 1, 1),
                           ("2024-01-01T01:00:00", "c2", 1, 1)]
 

@@ -106,8 +106,11 @@ def test_a_crash_after_the_audit_write_does_not_write_it_twice(job, spark):
     payments.pipe_input(None, payment("p1", "acc-1", 1.0, 5))
     ran = driver.advance_wall_clock(timedelta(minutes=1))
 
-    assert [(b.output, b.batch_id) for b in ran] == [("payment-alerts", 0), ("write_audit", 0)]
-    # The function received batch 0 twice (at-least-once) ...
+    # Both attempts of batch 0 are in the history, the crashed one marked ...
+    assert [(b.output, b.batch_id, b.attempt, b.crashed) for b in ran] == [
+        ("payment-alerts", 0, 1, None), ("write_audit", 0, 1, "before_commit"),
+        ("write_audit", 0, 2, None)]
+    # ... the function received batch 0 twice (at-least-once) ...
     received = driver.create_output_topic("write_audit").read_values_to_list()
     assert [r["payment_id"] for r in received] == ["p1", "p1"]
     # ... and wrote it once.

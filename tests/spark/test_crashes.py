@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pyspark_streamtest import Topology, UnknownTopicError
+from pyspark_streamtest import Topology, UnknownTopicError, format_timeline
 from tests.helpers import at
 
 
@@ -41,11 +41,19 @@ def test_a_crash_before_the_commit_runs_the_same_batch_again(topology_driver, ou
     words.pipe_input({"word": "c"})
     ran = driver.process_all_available()
 
-    # One record per batch and output in the history: the committed attempt.
-    assert sorted((b.output, b.batch_id) for b in ran) == [
-        ("plain", 1), ("store", 1), ("to-kafka", 1)]
-    assert [b.batch_id for b in driver.batches if b.output == output] == [0, 1]
+    # Every attempt is in the history: the crashed one marked, then Spark's replay.
+    others = [(o, 1, 1, "-") for o in ("plain", "store", "to-kafka") if o != output]
+    assert sorted((b.output, b.batch_id, b.attempt, b.crashed or "-") for b in ran) == sorted(
+        [*others, (output, 1, 1, "before_commit"), (output, 1, 2, "-")])
+    mine = [b for b in driver.batches if b.output == output]
+    assert [(b.batch_id, b.attempt, b.crashed) for b in mine] == [
+        (0, 1, None), (1, 1, "before_commit"), (1, 2, None)]
     twice = output != "plain"  # Kafka and foreachBatch are at-least-once
+    crashed, replayed = mine[1:]
+    assert [r.value for r in crashed.input_records] == [r.value for r in replayed.input_records]
+    # what the crashed attempt left written, and what the replay wrote
+    assert len(crashed.output_records) == (2 if twice else 0)
+    assert len(replayed.output_records) == 2 and crashed.state_operators == ()
     assert calls.seen == [(0, ["a"]), (1, ["b", "c"]), *([(1, ["b", "c"])] * (output == "store"))]
     kafka = driver.create_output_topic("to-kafka", value_deserializer="string")
     written = [(r.value, r.offset) for r in kafka.read_records_to_list()]
@@ -63,7 +71,11 @@ def test_a_crash_before_the_commit_runs_the_same_batch_again(topology_driver, ou
     words.pipe_input({"word": "d"})
     driver.process_all_available()
     assert calls.seen[-1] == (2, ["d"])
-    assert [b.batch_id for b in driver.batches if b.output == output] == [0, 1, 2]
+    assert [(b.batch_id, b.attempt) for b in driver.batches if b.output == output] == [
+        (0, 1), (1, 1), (1, 2), (2, 1)]
+    timeline = format_timeline(driver.batches)
+    assert f"{output} (attempt 1, crashed before commit)" in timeline
+    assert f"{output} (attempt 2)" in timeline
 
 
 def test_a_crash_before_the_sink_writes_the_batch_once(topology_driver):
@@ -77,6 +89,9 @@ def test_a_crash_before_the_sink_writes_the_batch_once(topology_driver):
     assert calls.seen == [(0, ["a"])]
     kafka = driver.create_output_topic("to-kafka", value_deserializer="string")
     assert kafka.read_values_to_list() == ["a"]
+    crashed = [(b.output, b.attempt, len(b.output_records))
+               for b in driver.batches if b.crashed == "before_sink"]
+    assert sorted(crashed) == [("store", 1, 0), ("to-kafka", 1, 0)]
 
 
 def test_state_is_not_counted_twice_after_a_crash_before_the_commit(topology_driver):
@@ -90,10 +105,13 @@ def test_state_is_not_counted_twice_after_a_crash_before_the_commit(topology_dri
     driver.process_all_available()
     driver.crash_before_commit("counts")
     clicks.pipe_input({"user": "u"}, timestamp=at(2))
-    (batch,) = driver.process_all_available()
-    assert (batch.batch_id, [r.value for r in batch.output_records]) == (
-        1, [{"user": "u", "count": 2}])
+    crashed, batch = driver.process_all_available()
+    assert (crashed.batch_id, crashed.crashed, crashed.output_records) == (1, "before_commit", ())
+    assert (batch.batch_id, batch.attempt, [r.value for r in batch.output_records]) == (
+        1, 2, [{"user": "u", "count": 2}])
     assert batch.input_records[0].timestamp == at(2)
+    # the crashed attempt's state was never committed: the checks count the replay once
+    driver.assert_num_state_rows("counts", total=1, updated=2)
 
 
 def test_crashing_an_unknown_output_names_the_outputs(topology_driver):

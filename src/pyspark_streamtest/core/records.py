@@ -308,6 +308,18 @@ class BatchRecord:
     computed in the query, evaluated on the first read while the driver is open, as
     :meth:`TopologyTestDriver.late_records` evaluates it (None when first read after the
     driver closed); a batch's ``repr`` leaves it out."""
+    attempt: int = 1
+    """Which run of this batch id of this output it is: 1, or 2 for the run Spark's
+    recovery makes of a batch that crashed (``crash_before_commit``,
+    ``crash_before_sink``): the same batch id, the same input, again."""
+    crashed: str | None = None
+    """``"before_sink"`` or ``"before_commit"`` for an attempt the test crashed (see
+    ``TopologyTestDriver.crash_before_commit``); None for an attempt Spark committed.
+    A crashed attempt has no progress (no state metrics; the watermark it ran with); its
+    ``output_records`` are what stays written after the crash: the rows a Kafka or
+    ``foreachBatch`` sink took before a crash before the commit, none otherwise. State
+    reads, late and duplicate records and state-row checks count committed attempts
+    only."""
 
     @property
     def state_metrics(self) -> tuple[StateOperatorMetrics, ...]:

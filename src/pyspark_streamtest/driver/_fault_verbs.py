@@ -31,9 +31,11 @@ class FaultVerbs:
         at-least-once; the topic shows both writes, with their own offsets): a test can
         assert that the function is idempotent on the batch id, or that consumers
         tolerate duplicates. Other outputs show the batch once, as Spark's exactly-once
-        sinks (files, tables, memory) do. :attr:`batches` keeps one record of the batch,
-        the one that was committed; its ``output_records`` hold what the sink received
-        over both attempts.
+        sinks (files, tables, memory) do. :attr:`batches` keeps both attempts: the
+        crashed one (``crashed="before_commit"``, ``attempt=1``, its ``output_records``
+        what stays written: a Kafka or ``foreachBatch`` sink's rows, none for the others)
+        and Spark's run of it (``attempt=2``); state checks, late and duplicate records
+        count the committed one only.
         """
         self._check_open()
         self._queries.runner(output).arm_crash("before_commit")
@@ -42,6 +44,7 @@ class FaultVerbs:
         """The next batch of ``output`` fails before its sink is written (for
         ``foreachBatch``, before the function is called); the driver restarts the query
         from its checkpoint within the same step and Spark runs the same batch again,
-        which writes once. Every sink then shows the batch exactly once."""
+        which writes once. Every sink then shows the batch exactly once; :attr:`batches`
+        keeps the crashed attempt (``crashed="before_sink"``, nothing written) before it."""
         self._check_open()
         self._queries.runner(output).arm_crash("before_sink")

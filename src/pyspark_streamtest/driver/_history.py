@@ -24,7 +24,8 @@ __all__ = ["History"]
 
 class History:
     """Every batch the driver's queries ran, oldest first (kept after close and across
-    restarts), and for each topic written the records not read yet.
+    restarts; each attempt of a batch the test crashed too, marked), and for each topic
+    written the records not read yet.
 
     A topic's queue exists from the first record written to it (a plain output's from
     the start). Reading a record through any handle of a topic removes it from the
@@ -75,8 +76,9 @@ class History:
         return len(self._batches)
 
     def of_output(self, output: str) -> list[BatchRecord]:
-        """The batches of ``output``'s query, oldest first."""
-        return [b for b in self._batches if b.output == output]
+        """The batches of ``output``'s query Spark committed, oldest first (an attempt
+        the test crashed is in :attr:`batches` only)."""
+        return [b for b in self._batches if b.output == output and b.crashed is None]
 
     def late_records(self, output: str) -> list[LateRecord]:
         """The records ``output``'s query dropped as late, oldest first."""

@@ -27,7 +27,6 @@ from .._spark.query.python_traceback import without_pyspark_frames
 from .._spark.query.sink import CollectingSink, InjectedCrashError
 from .._spark.query.start import (
     failure_text,
-    last_progress,
     start_query,
     stop_query,
     stream_execution,
@@ -38,12 +37,13 @@ from ..core._decoding import row_decoder
 from ..core.records import BatchRecord, Deferred, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import StepTimeoutError, TopologyError, hide_our_frames
-from ..kafka._broker import Broker, kafka_output_records
+from ..kafka._broker import Broker
 from ..state._late import late_records
+from . import _batch_records as batch_records
 from ._culprit import CulpritSearch, batch_failure, raising_record
 from ._landing import LandedInputs
 from ._piped import RecordBlock, RecordQueue
-from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled, progress_watermark
+from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -109,7 +109,7 @@ class QueryRunner:
         self._watermark_ms = 0
         self._forced_ms: int | None = None
         self._crash: str | None = None  # armed for the next batch (see arm_crash)
-        self._written: list[Any] = []  # rows an at-least-once sink wrote before a crash
+        self._attempt = 1  # the attempt of the next batch recorded (2 after a crash)
         self._resumed_watermark: datetime | None = None  # the watermark the checkpoint's
         # last batch ran with, for the late records of the first batch after an upgrade
 
@@ -412,32 +412,56 @@ class QueryRunner:
 
     def _recover_from_crash(self) -> list[BatchRecord]:
         """What Spark's recovery does after the crash: restart from the checkpoint, which
-        runs the uncommitted batch again (same id, same offsets) at once. Kafka and
-        foreachBatch sinks are at-least-once: what the crashed attempt wrote stays."""
+        runs the uncommitted batch again (same id, same offsets) at once. The crashed
+        attempt is recorded before the run that follows it. Kafka and foreachBatch sinks
+        are at-least-once: what the crashed attempt wrote stays."""
         assert self._sink is not None and self.clock is not None
-        self._crash = None
-        spec = self.built.spec
-        if self._sink.crashed is not None and (spec.kafka or spec.foreach_batch):
-            self._written = self._sink.crashed
+        kind, self._crash = self._crash or "before_commit", None
+        crashed = self._crashed_attempt(kind)
         now_ms = self.clock.now_ms
         self.stop()
-        return self.start(now_ms)
+        self._attempt = crashed.attempt + 1
+        replayed = self.start(now_ms)  # the same offsets: a data batch if the replay is one
+        again = next((b for b in replayed if b.batch_id == crashed.batch_id), None)
+        return [replace(crashed, new_data=again.new_data if again else crashed.new_data),
+                *replayed]
+
+    def _crashed_attempt(self, kind: str) -> BatchRecord:
+        assert self._sink is not None and self.clock is not None
+        spec, batch_id = self.built.spec, self.next_batch_id
+        rows = self._sink.crashed if spec.kafka or spec.foreach_batch else None
+        self._sink.crashed = None
+        read = tuple(self._retry or ())
+        if self._files:
+            read = (*read, *self._files.of_batch(self.checkpoint, batch_id))
+        processing_time = from_ms(self.clock.now_ms)
+        running = (self.last_batch.watermark_after if self.last_batch is not None
+                   else self._resumed_watermark or EPOCH) if self.built.has_watermark else None
+        attempt, self._attempt = self._attempt, 1
+        return batch_records.crashed(
+            self.name, batch_id, kind, processing_time=processing_time, watermark=running,
+            read=read, outputs=self._outputs(rows or [], batch_id, processing_time),
+            attempt=attempt)
+
+    def _outputs(self, rows: list[Any], batch_id: int,
+                 processing_time: datetime) -> tuple[TestRecord, ...]:
+        kafka = self.built.spec.kafka
+        return batch_records.output_records(
+            self.name, kafka.partitions if kafka is not None else None, self._broker,
+            map(self._decode, rows), batch_id, processing_time)
 
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None
-        if self._written:
-            rows, self._written = [*self._written, *rows], []
+        attempt, self._attempt = self._attempt, 1
         has_wm = self.built.has_watermark
         if has_wm and self._shadow is None:
             self._shadow = ShadowWatermark(
                 self._jvm, stream_execution(self._jquery), self._watermark_ms
             )
-        progress = self._progress(batch_id)
+        progress = batch_records.progress_of(self._jquery, self.name, batch_id)
         num_input = int(progress.get("numInputRows", 0))
-        new_data = any(
-            source.get("startOffset") != source.get("endOffset")
-            for source in progress.get("sources") or ()
-        )
+        new_data = any(source.get("startOffset") != source.get("endOffset")
+                       for source in progress.get("sources") or ())
         consumed = RecordQueue()
         if self._retry is not None:  # the retried batch reads what the failed one read
             if num_input:
@@ -463,37 +487,11 @@ class QueryRunner:
             late = Deferred(partial(
                 late_records, rule, consumed, self._time_columns, batch_id, previous or EPOCH,
                 str(operators[0].get("operatorName")) if operators else None))
-        kafka = self.built.spec.kafka
-        if kafka is not None:
-            outputs = kafka_output_records(self._broker, kafka.partitions,
-                                           map(self._decode, rows), batch_id, processing_time)
-        else:
-            outputs = tuple(TestRecord(self._decode(row), topic=self.name, batch_id=batch_id,
-                                       processing_time=processing_time) for row in rows)
-        record = BatchRecord(
-            output=self.name,
-            batch_id=batch_id,
-            processing_time=processing_time,
-            watermark=progress_watermark(progress) if has_wm else None,
-            watermark_after=from_ms(self._watermark_ms) if has_wm else None,
-            input_records=consumed,  # type: ignore[arg-type]  # built when read, as a tuple
-            output_records=outputs,
-            num_input_rows=num_input,
-            new_data=new_data,
-            num_rows_dropped_by_watermark=sum(int(op.get("numRowsDroppedByWatermark", 0))
-                                              for op in operators),
-            num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),
-            state_operators=operators,
-            late_records=late,  # type: ignore[arg-type]  # evaluated when read
-        )
+        record = batch_records.committed(
+            self.name, batch_id, progress, processing_time=processing_time,
+            watermark_after=from_ms(self._watermark_ms) if has_wm else None, consumed=consumed,
+            outputs=self._outputs(rows, batch_id, processing_time), late=late,
+            attempt=attempt)
         self.last_batch = record
         self.next_batch_id = batch_id + 1
         return record
-
-    def _progress(self, batch_id: int) -> dict[str, Any]:
-        progress = last_progress(self._jquery)
-        if progress is None or progress.get("batchId") != batch_id:
-            raise RuntimeError(
-                f"internal error: no progress for batch {batch_id} of output {self.name!r} "
-                f"(last progress: {None if progress is None else progress.get('batchId')})")
-        return progress

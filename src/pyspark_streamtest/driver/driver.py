@@ -90,7 +90,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
 
     **Outputs** are read through :meth:`create_output_topic` (reading removes records,
     like a queue). :attr:`batches` keeps the whole history, one :class:`BatchRecord`
-    per batch.
+    per batch (per attempt, for a batch the test crashed: see :meth:`crash_before_commit`).
 
     **Differences from production.** Batches take no processing time (the clock stands
     still while Spark works). A trigger that comes due while the clock jumps is not

@@ -52,7 +52,8 @@ def _record_line(record: TestRecord, kind: str) -> str:
 
 def _batch_block(batch: BatchRecord) -> list[str]:
     lines = [
-        f"batch {batch.batch_id} of {batch.output} at {utc_text(batch.processing_time)}: "
+        f"batch {batch.batch_id} of {batch.output} at {utc_text(batch.processing_time)}"
+        f"{attempt_text(batch)}: "
         f"watermark {utc_text(batch.watermark)} -> {utc_text(batch.watermark_after)}, "
         f"{batch.num_input_rows} in, {len(batch.output_records)} out, "
         f"{batch.num_rows_dropped_by_watermark} dropped late, "
@@ -137,3 +138,12 @@ def assert_matches_golden(
             f"the batch history differs from {os.path.basename(target)} "
             f"(--streamtest-update-golden rewrites it):\n{describe_difference(expected, actual)}"
         )
+
+
+def attempt_text(batch: BatchRecord) -> str:
+    """How a timeline marks an attempt of a batch the test crashed, and the run that
+    followed it: `` (attempt 1, crashed before commit)``, `` (attempt 2)``; nothing for a
+    batch run once."""
+    if batch.crashed is not None:
+        return f" (attempt {batch.attempt}, crashed {batch.crashed.replace('_', ' ')})"
+    return f" (attempt {batch.attempt})" if batch.attempt > 1 else ""

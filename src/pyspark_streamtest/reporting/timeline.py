@@ -11,6 +11,7 @@ from ..core.records import BatchRecord, TestRecord
 from ..core.time import format_time
 from ..errors import InvalidArgumentError, hide_our_frames
 from ..kafka.serdes import Deserializer, DeserializerSpec, deserializer
+from .golden import attempt_text
 
 __tracebackhide__ = hide_our_frames
 
@@ -49,7 +50,7 @@ def format_timeline(
     rows = [
         (
             str(b.batch_id),
-            b.output,
+            b.output + attempt_text(b),
             format_time(b.processing_time),
             format_time(b.watermark),
             format_time(b.watermark_after),
