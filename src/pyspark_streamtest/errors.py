@@ -354,27 +354,30 @@ class IncompatibleCheckpointError(StreamingQueryFailedError):
     checkpoint's. Spark checks state when it plans the first batch that runs after the
     upgrade, so that batch raises this; the queries are then stopped with their
     checkpoints, as after any failed batch, and ``restart(topology=previous_version)``
+    (``restart(app=...)`` for a driver made by ``from_app``, which ``from_app`` says)
     rolls back. ``operator`` names the stateful operator when Spark says which, and
     ``cause`` holds Spark's own words."""
 
     def __init__(
         self, output: str, batch_id: int, cause: str, records: tuple[Any, ...] = (),
-        *, change: str, operator: str | None = None,
+        *, change: str, operator: str | None = None, from_app: bool = False,
     ) -> None:
         super().__init__(output, batch_id, cause, records)
         self.change = change
         self.operator = operator
+        self.from_app = from_app
         where = f" ({operator})" if operator else ""
+        upgrade = "restart(app=...)" if from_app else "restart(topology=...)"
         self.args = (
             f"output {output!r} cannot continue from its checkpoint: {change}{where}. Spark "
             f"refuses this change on restart from the same checkpoint (batch {batch_id}); "
             "keep the old state's shape, or start the new version on a fresh checkpoint. "
-            f"The queries are stopped: restart(topology=...) with a compatible version goes "
+            f"The queries are stopped: {upgrade} with a compatible version goes "
             f"on.\nSpark's error:\n{cause}",
         )
 
     def _keywords(self) -> dict[str, Any]:
-        return {"change": self.change, "operator": self.operator}
+        return {"change": self.change, "operator": self.operator, "from_app": self.from_app}
 
     def __str__(self) -> str:
         return str(self.args[0])

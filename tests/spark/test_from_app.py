@@ -271,6 +271,33 @@ def test_a_pattern_matches_the_topics_named_up_front_and_rate_limits_can_be_let_
         assert batch.num_input_rows == 3
 
 
+def test_the_suite_s_ignored_options_reach_every_fixture_made_driver(spark):
+    """``--streamtest-ignore-option`` / ini ``streamtest_ignore_option``: what the
+    ``topology_driver`` fixture's factory holds, added to each from_app call's own."""
+    from pyspark_streamtest.plugin._factory import DriverFactory
+
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "orders")
+         .option("maxOffsetsPerTrigger", 1).option("maxTriggerDelay", "5s").load()
+         .writeStream.format("memory").queryName("orders").start())
+
+    made: list[TopologyTestDriver] = []
+    plain = DriverFactory(spark, made)
+    with pytest.raises(UnsupportedAppCallError, match="maxOffsetsPerTrigger"):
+        plain.from_app(job)
+    suite = DriverFactory(spark, made, ignore_options=frozenset({"maxOffsetsPerTrigger"}))
+    with pytest.raises(UnsupportedAppCallError, match="maxTriggerDelay"):
+        suite.from_app(job)  # the suite's set alone does not cover the job's other limit
+    driver = suite.from_app(job, ignore_options={"maxTriggerDelay"})  # the two add up
+    try:
+        driver.create_input_topic("orders", value_serializer="string").pipe_input("1")
+        (batch,) = driver.process_all_available()
+        assert batch.num_input_rows == 1
+    finally:
+        for each in made:
+            each.close()
+
+
 def test_a_missing_production_path_stays_missing(spark, tmp_path):
     production = Path(tmp_path, "prod")
 

@@ -405,6 +405,33 @@ def test_a_job_upgrades_to_its_next_version_with_restart_app(topology_driver):
     assert driver.is_running  # nothing was stopped
 
 
+def _payments_by_length(spark) -> None:
+    """An incompatible next version: its state key is an int, not the account."""
+    payments = (spark.readStream.format("kafka").option("subscribe", "payments").load()
+                .select(F.length(F.col("key").cast("string")).alias("account")))
+    (payments.groupBy("account").count()
+     .writeStream.outputMode("update").format("memory").queryName("totals").start())
+
+
+def test_a_job_spark_refuses_to_upgrade_names_restart_app_to_go_on(topology_driver):
+    """The refusal of a from_app driver's upgrade says how that driver goes on."""
+    driver = topology_driver.from_app(_payments_job(with_currency=False))
+    payments = driver.create_input_topic("payments", key_serializer="string")
+    payments.pipe_input("acc-1", b"1")
+    driver.advance_wall_clock(SECOND)
+    driver.restart(app=_payments_by_length)
+    driver.create_input_topic("payments", key_serializer="string").pipe_input("acc-1", b"2")
+    with pytest.raises(IncompatibleCheckpointError, match="key") as refused:
+        driver.advance_wall_clock(SECOND)
+    assert refused.value.from_app
+    assert "The queries are stopped: restart(app=...) with a compatible version" in str(
+        refused.value)
+    assert "restart(topology=" not in str(refused.value).split("Spark's error:")[0]
+    # roll back: the restart retries the failed batch at once, with the old version
+    [batch] = driver.restart(app=_payments_job(with_currency=False))
+    assert [r.value for r in batch.output_records] == [{"account": "acc-1", "count": 2}]
+
+
 def test_restart_app_needs_a_driver_made_by_from_app(topology_driver):
     driver = topology_driver(counts_per_user)
     with pytest.raises(InvalidArgumentError, match="made by from_app"):

@@ -59,6 +59,7 @@ streamtest_connect = true
 DEFAULTS = {
     "streamtest_master": None,
     "streamtest_conf": [],
+    "streamtest_ignore_option": [],
     "streamtest_jvm_logs": False,
     "streamtest_cpu_load": 0,
     "streamtest_timeline_dir": None,
@@ -91,6 +92,7 @@ def resolved(pytester, *args) -> dict:
 def test_every_option_has_the_prefix_and_an_ini_option():
     assert {option.flag for option in OPTIONS} == {
         "--streamtest-master", "--streamtest-conf", "--streamtest-jvm-logs",
+        "--streamtest-ignore-option",
         "--streamtest-cpu-load", "--streamtest-timeline-dir", "--streamtest-durations",
         "--streamtest-update-golden", "--streamtest-oracle", "--streamtest-oracle-min-tests",
         "--streamtest-warm-jvm", "--streamtest-connect",
@@ -122,6 +124,7 @@ def test_every_option_is_read_from_pytest_ini(pytester):
     assert values == {
         "streamtest_master": "spark://ini-host:7077",
         "streamtest_conf": ["spark.a=from ini", "spark.b=from ini"],
+        "streamtest_ignore_option": [],
         "streamtest_jvm_logs": True,
         "streamtest_cpu_load": 2,
         "streamtest_timeline_dir": str(pytester.path / "pictures"),
@@ -139,6 +142,7 @@ def test_every_option_is_read_from_pyproject_toml(pytester):
     assert resolved(pytester) == {
         "streamtest_master": "spark://toml-host:7077",
         "streamtest_conf": ["spark.a=from toml"],
+        "streamtest_ignore_option": [],
         "streamtest_jvm_logs": True,
         "streamtest_cpu_load": 3,
         "streamtest_timeline_dir": str(pytester.path / "svg"),
@@ -163,6 +167,7 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         "streamtest_master": "local[3]",
         # settings add up, the command line's last: it wins for spark.b
         "streamtest_conf": ["spark.a=from ini", "spark.b=from ini", "spark.b=from cli"],
+        "streamtest_ignore_option": [],
         "streamtest_jvm_logs": True,
         "streamtest_cpu_load": 4,
         "streamtest_timeline_dir": "out",
@@ -195,6 +200,14 @@ def test_the_conf_option_repeats(pytester):
                       "spark.x=1", "--streamtest-conf", "spark.y=2")
     assert values["streamtest_master"] == "local[1]"
     assert values["streamtest_conf"] == ["spark.x=1", "spark.y=2"]
+
+
+def test_ignored_source_options_add_up_from_the_ini_file_and_the_command_line(pytester):
+    pytester.makefile(".ini", pytest="[pytest]\nstreamtest_ignore_option =\n"
+                                     "    maxOffsetsPerTrigger\n    maxFilesPerTrigger\n")
+    values = resolved(pytester, "--streamtest-ignore-option", "maxTriggerDelay")
+    assert values["streamtest_ignore_option"] == [
+        "maxOffsetsPerTrigger", "maxFilesPerTrigger", "maxTriggerDelay"]
 
 
 def test_a_pre_release_spelling_is_an_unknown_option(pytester):

@@ -69,7 +69,7 @@ _NONE_RAISES = (
 
 def batch_failure(
     output: str, batch_id: int, cause: str, records: tuple[TestRecord, ...],
-    culprit: Callable[[], CulpritSearch],
+    culprit: Callable[[], CulpritSearch], *, from_app: bool = False,
 ) -> BatchFailedError:
     """The error for batch ``batch_id`` of ``output`` that failed with ``cause`` (Spark's
     text) after reading ``records``; ``culprit`` finds the record that raised it (run
@@ -77,7 +77,8 @@ def batch_failure(
     refused = incompatibility(cause)
     if refused is not None:
         return IncompatibleCheckpointError(output, batch_id, cause, records,
-                                           change=refused[0], operator=refused[1])
+                                           change=refused[0], operator=refused[1],
+                                           from_app=from_app)
     channel = channel_failure(cause)
     if channel is not None:
         held = warm_jvm.held()

@@ -384,7 +384,8 @@ class QueryRunner:
                 note = self._files.no_culprit(read) if found.why_none is not None else None
                 return found if note is None else replace(found, why_none=note)
 
-            raise batch_failure(self.name, self.next_batch_id, cause, read, culprit) from None
+            raise batch_failure(self.name, self.next_batch_id, cause, read, culprit,
+                                from_app=self.built.spec.from_app) from None
         except _clock.ClockWaitTimeoutError:
             raise StepTimeoutError(
                 f"the query of output {self.name!r} did not finish batch {self.next_batch_id} "

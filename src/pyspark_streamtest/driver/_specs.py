@@ -56,6 +56,8 @@ class _OutputSpec:
     collected (not compared: a job may make a new closure on every call)."""
     trigger_ms: int | None = None
     """The query's own processing-time trigger interval (set by ``from_app``)."""
+    from_app: bool = False
+    """A query of a job run by ``from_app`` (its next version comes by ``restart(app=)``)."""
 
 
 @dataclass(frozen=True)

@@ -339,7 +339,7 @@ class Topology:
     def _set_trigger(self, name: str, interval_ms: int | None) -> None:
         """Give output ``name`` its query's own trigger interval (``from_app``)."""
         spec, df = self._outputs[name]
-        self._outputs[name] = (replace(spec, trigger_ms=interval_ms), df)
+        self._outputs[name] = (replace(spec, trigger_ms=interval_ms, from_app=True), df)
 
     def _leave_out_input(self, name: str, why: str) -> None:
         """Mark input ``name`` as read by no query that runs (``from_app``): making a

@@ -217,7 +217,8 @@ def topology_driver(
     When the test fails, the report gets a "streamtest timeline" section per driver."""
     made: list[TopologyTestDriver] = []
     request.node.stash[_DRIVERS] = made
-    yield DriverFactory(spark, made)
+    ignored = setting(request.config, "streamtest_ignore_option")
+    yield DriverFactory(spark, made, ignore_options=frozenset(ignored))
     for driver in made:
         driver.close()
     from .._spark.runtime.liveness import jvm_is_gone

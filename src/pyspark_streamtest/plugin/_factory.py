@@ -23,9 +23,13 @@ class DriverFactory:
     **options)``: the driver's constructors, with ``spark`` defaulting to the fixture's
     session; every driver made is closed after the test."""
 
-    def __init__(self, spark: SparkSession, made: list[TopologyTestDriver]) -> None:
+    def __init__(self, spark: SparkSession, made: list[TopologyTestDriver], *,
+                 ignore_options: frozenset[str] = frozenset()) -> None:
         self._spark = spark
         self._made = made
+        self._ignore_options = ignore_options
+        """The suite's ``--streamtest-ignore-option`` names (ini
+        ``streamtest_ignore_option``), added to each ``from_app`` call's."""
 
     def __call__(self, topology: TopologyFunction, **options: Any) -> TopologyTestDriver:
         from .. import TopologyTestDriver  # the face's: its errors show by their name
@@ -35,10 +39,15 @@ class DriverFactory:
 
     def from_app(self, app: Callable[..., object], **options: Any) -> TopologyTestDriver:
         """:meth:`TopologyTestDriver.from_app
-        <pyspark_streamtest.TopologyTestDriver.from_app>` on the fixture's session."""
+        <pyspark_streamtest.TopologyTestDriver.from_app>` on the fixture's session; the
+        suite's ignored options (``--streamtest-ignore-option``, ini
+        ``streamtest_ignore_option``) add to the call's ``ignore_options``."""
         from .. import TopologyTestDriver  # the face's: its errors show by their name
 
         options.setdefault("spark", self._spark)
+        if self._ignore_options:
+            options["ignore_options"] = self._ignore_options | set(
+                options.get("ignore_options", ()))
         return self._keep(TopologyTestDriver.from_app(app, **options))
 
     def _keep(self, driver: TopologyTestDriver) -> TopologyTestDriver:

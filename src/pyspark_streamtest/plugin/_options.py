@@ -27,7 +27,7 @@ from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
-Kind = Literal["string", "int", "bool", "conf", "dir"]
+Kind = Literal["string", "int", "bool", "conf", "list", "dir"]
 
 # pytest reads ini integers itself (and native TOML integers) from 8.4 on.
 _INI_INT = "int" if pytest.version_tuple >= (8, 4) else "string"
@@ -62,6 +62,12 @@ OPTIONS: tuple[Option, ...] = (
         "--streamtest-conf", "conf", [], metavar="KEY=VALUE",
         help="Extra Spark setting for the 'spark' fixture; repeatable (ini: one per "
         "line; the command line wins for a key both set; default: none).",
+    ),
+    Option(
+        "--streamtest-ignore-option", "list", [], metavar="NAME",
+        help="A source option (maxOffsetsPerTrigger, maxFilesPerTrigger...) every "
+        "topology_driver.from_app(...) driver ignores, as if each call passed it in "
+        "ignore_options=; repeatable (ini: one per line; the two add up; default: none).",
     ),
     Option(
         "--streamtest-jvm-logs", "bool", False,
@@ -134,7 +140,7 @@ def add_options(parser: pytest.Parser) -> None:
             spec["action"] = "store_true"
         else:
             spec["metavar"] = option.metavar
-            if option.kind == "conf":
+            if option.kind in ("conf", "list"):
                 spec["action"] = "append"
             elif option.kind == "int":
                 spec["type"] = int
@@ -147,7 +153,7 @@ def add_options(parser: pytest.Parser) -> None:
 def _ini_spec(option: Option) -> dict[str, Any]:
     if option.kind == "bool":
         return {"type": "bool", "default": False}
-    if option.kind == "conf":
+    if option.kind in ("conf", "list"):
         return {"type": "linelist", "default": []}
     if option.kind == "int":
         return {"type": _INI_INT, "default": None}
@@ -176,9 +182,10 @@ def resolve_options(config: pytest.Config) -> None:
 
 def _resolve(config: pytest.Config, option: Option) -> Any:
     given = getattr(config.option, option.name, None)
-    if option.kind == "conf":
+    if option.kind in ("conf", "list"):
         items = [*config.getini(option.name), *(given or [])]
-        parse_conf(items)  # a malformed item is a usage error now, not when Spark starts
+        if option.kind == "conf":
+            parse_conf(items)  # a malformed item is a usage error now, not when Spark starts
         return items
     if given is not None:
         return given
