@@ -38,6 +38,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/windowed-aggregation.md",
     "how-to/transform-with-state.md",
     "how-to/kafka-topics.md",
+    "how-to/file-landing.md",
     "how-to/test-your-job.md",
     "how-to/upgrades.md",
     "how-to/state-stores.md",

@@ -70,8 +70,9 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
 
     **What runs.** Every output declared by the topology function runs as a real Spark
     Structured Streaming micro-batch query (``Trigger.ProcessingTime(trigger_interval)``,
-    a checkpoint in a temporary directory, a sink the driver owns). Inputs are Spark
-    memory sources. The queries start when the driver is created; the first trigger
+    a checkpoint in a temporary directory, a sink the driver owns). Inputs of records are
+    Spark memory sources; a file input is Spark's own file source over a directory the
+    test lands files in. The queries start when the driver is created; the first trigger
     finds no data and runs no batch.
 
     **Processing time** starts at ``start_time`` and moves only when the test says so.
