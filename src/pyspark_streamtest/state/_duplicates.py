@@ -13,6 +13,7 @@ from .._spark.query.late_rows import DedupOperator, OperatorInput, Reached
 from ..core.records import BatchRecord, DuplicateRecord, TestRecord, dropped_duplicates
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, hide_our_frames
+from ._late_evaluated import tagged_lines
 from .views import StateStoreView, _hashable
 
 __tracebackhide__ = hide_our_frames
@@ -70,11 +71,7 @@ def _of_operator(
     feed: Callable[[TestRecord], tuple[int, str] | None], reach: Reach, held: Held,
 ) -> list[tuple[int, int, DuplicateRecord]]:
     entries = [(batch, mark, record) for batch, mark in batches for record in batch.input_records]
-    lines: dict[int, list[tuple[int, str]]] = {}
-    for tag, (_, _, record) in enumerate(entries):
-        fed = feed(record)
-        if fed is not None:
-            lines.setdefault(fed[0], []).append((tag, fed[1]))
+    lines = tagged_lines((record for _, _, record in entries), feed)
     reached = reach(operator.input, lines) if lines else []
     if isinstance(reached, str):
         raise InvalidArgumentError(

@@ -4,7 +4,7 @@ Spark's own per-operator drop counts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,6 +26,19 @@ class _Entry:
     batch: BatchRecord
     watermark: datetime
     record: TestRecord
+
+
+def tagged_lines(
+    records: Iterable[TestRecord], feed: Callable[[TestRecord], tuple[int, str] | None],
+) -> dict[int, list[tuple[int, str]]]:
+    """Per source (the leaf's expression id ``feed`` gives), the JSON lines of
+    ``records`` each tagged with the record's position, as a replay feeds them."""
+    lines: dict[int, list[tuple[int, str]]] = {}
+    for tag, record in enumerate(records):
+        fed = feed(record)
+        if fed is not None:
+            lines.setdefault(fed[0], []).append((tag, fed[1]))
+    return lines
 
 
 def _operator_name(batch: BatchRecord, index: int, kind: str) -> str:
@@ -54,11 +67,7 @@ def evaluate_late(
     :class:`InvalidArgumentError` when a drop cannot be named exactly."""
     entries = [_Entry(batch, mark, record) for batch, mark in pending
                for record in batch.input_records]
-    lines: dict[int, list[tuple[int, str]]] = {}
-    for tag, entry in enumerate(entries):
-        fed = feed(entry.record)
-        if fed is not None:
-            lines.setdefault(fed[0], []).append((tag, fed[1]))
+    lines = tagged_lines((entry.record for entry in entries), feed)
     dropped: dict[int, tuple[LateOperator, OperatorInput, list[Reached], int]] = {}
     counts: dict[tuple[int, int], int] = {}  # (operator, id(batch)) -> late rows
     for operator in sorted(operators, key=lambda op: -op.index):  # upstream ones first
@@ -149,11 +158,7 @@ def evaluate_event_times(
     record has in the query's ``withWatermark`` column (None where the query filtered it
     out before), or why it cannot be evaluated."""
     entries = [(batch, record) for batch in pending for record in batch.input_records]
-    lines: dict[int, list[tuple[int, str]]] = {}
-    for tag, (_, record) in enumerate(entries):
-        fed = feed(record)
-        if fed is not None:
-            lines.setdefault(fed[0], []).append((tag, fed[1]))
+    lines = tagged_lines((record for _, record in entries), feed)
     times: dict[int, int] = {}
     for watermark_input in watermark_inputs if lines else ():
         reached = reach(watermark_input, lines)
