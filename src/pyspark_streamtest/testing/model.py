@@ -7,7 +7,9 @@ records it drops as late. Each rule cites the Spark behaviour it encodes. The mo
 trusted only where our differential tests (``tests/spark/test_properties.py``) check it
 against real Spark on generated schedules: tumbling and sliding windows (append and
 update), session windows (append), ``dropDuplicates`` with a watermark, and a
-latest-value table with tombstones, each with one input.
+latest-value table with tombstones, each with one input; and (``tests/spark/
+test_join_properties.py``, PySpark 4.3) a stream-stream join of two inputs,
+:class:`StreamJoin`, inner and outer, on a key and a time range.
 
 Rules shared by every operator (Spark 3.4+; the multiple-watermark policy in
 :func:`global_watermark`):
@@ -31,47 +33,43 @@ Rules shared by every operator (Spark 3.4+; the multiple-watermark policy in
 4. A restarted query runs a batch at once only for unprocessed data: the no-data batch
    owed before the restart is not run (``lastExecutionRequiresAnotherBatch`` needs the
    last execution, which a new run does not have); data arriving later catches up.
+5. With several ``withWatermark`` inputs (a join), each input's watermark is its own
+   newest event time minus its delay and the query's is their minimum
+   (:func:`global_watermark`). A restart forgets the inputs' newest event times (the
+   tracker keeps them in memory; the checkpoint keeps only the query's watermark), so
+   after a restart the watermark moves again only once every input has had data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
 from ..core.time import from_ms, to_ms
 from ..errors import hide_our_frames
-from .schedule import (
-    AdvanceWatermark as AdvanceWatermark,
+from ._join_model import JoinKind, StreamJoin
+from ._simulation import (
+    Operator,
+    events_input,
+    global_watermark,
+    interval_text,
+    simulate,
+    to_ms_delta,
 )
 from .schedule import (
-    Drain as Drain,
+    AdvanceWatermark,
+    Drain,
+    Event,
+    EventRow,
+    ModelBatch,
+    Pipe,
+    Restart,
+    Schedule,
+    Tick,
 )
-from .schedule import (
-    Event as Event,
-)
-from .schedule import (
-    EventRow as EventRow,
-)
-from .schedule import (
-    ModelBatch as ModelBatch,
-)
-from .schedule import (
-    Pipe as Pipe,
-)
-from .schedule import (
-    Restart as Restart,
-)
-from .schedule import (
-    Schedule as Schedule,
-)
-from .schedule import (
-    Step as Step,
-)
-from .schedule import (
-    Tick as Tick,
-)
+from .schedule import Step as Step
 
 __tracebackhide__ = hide_our_frames
 
@@ -81,6 +79,7 @@ __all__ = [
     "Drain",
     "Event",
     "EventRow",
+    "JoinKind",
     "LatestValueTable",
     "ModelBatch",
     "Operator",
@@ -88,6 +87,7 @@ __all__ = [
     "Restart",
     "Schedule",
     "SessionCount",
+    "StreamJoin",
     "Tick",
     "WindowedCount",
     "global_watermark",
@@ -96,38 +96,8 @@ __all__ = [
     "windows_of",
 ]
 
-EPOCH_MS = 0
 
-
-# --- operators -----------------------------------------------------------------------------------
-class Operator:
-    """A stateful operator of the model. ``delay`` is the watermark delay (None: no
-    ``withWatermark``); ``process`` handles one batch and returns (rows, late events)."""
-
-    delay: timedelta | None = None
-    #: Rule 3: append/update-mode operators with a watermark run no-data batches.
-    runs_no_data_batches: bool = False
-
-    def process(self, state: dict[Any, Any], events: Sequence[Event], watermark: int,
-                late_watermark: int) -> tuple[list[dict[str, Any]], list[Event]]:
-        raise NotImplementedError
-
-    def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
-        """The Spark pipeline this operator models, reading ``input`` (plain input
-        ``key STRING, value STRING, ts TIMESTAMP``, event time ``ts``) and writing
-        ``output`` with the model's column names."""
-        raise NotImplementedError
-
-
-def _interval(delta: timedelta) -> str:
-    ms = delta // timedelta(milliseconds=1)
-    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} milliseconds"
-
-
-def _events_input(t: Any, name: str) -> Any:
-    return t.input(name, schema="key STRING, value STRING, ts TIMESTAMP", timestamp_column="ts")
-
-
+# --- operators of one input ---------------------------------------------------------------------
 def windows_of(t_ms: int, size_ms: int, slide_ms: int) -> list[tuple[int, int]]:
     """The windows ``[start, end)`` holding ``t_ms``: starts are multiples of the slide
     (Spark's ``TimeWindowing``: ``start <= t < start + size``, start time 0)."""
@@ -206,10 +176,11 @@ class WindowedCount(Operator):
         def build(t: Any) -> None:
             from pyspark.sql import functions as F
 
-            events = _events_input(t, input)
+            events = events_input(t, input)
             if self.delay is not None:
-                events = events.withWatermark("ts", _interval(self.delay))
-            window = F.window("ts", _interval(self.size), _interval(self.slide or self.size))
+                events = events.withWatermark("ts", interval_text(self.delay))
+            window = F.window("ts", interval_text(self.size),
+                              interval_text(self.slide or self.size))
             t.output(output, events.groupBy(window.alias("window"), "key").count(),
                      output_mode=self.mode)
 
@@ -267,10 +238,10 @@ class SessionCount(Operator):
         def build(t: Any) -> None:
             from pyspark.sql import functions as F
 
-            events = _events_input(t, input)
+            events = events_input(t, input)
             if self.delay is not None:
-                events = events.withWatermark("ts", _interval(self.delay))
-            session = F.session_window("ts", _interval(self.gap)).alias("session_window")
+                events = events.withWatermark("ts", interval_text(self.delay))
+            session = F.session_window("ts", interval_text(self.gap)).alias("session_window")
             t.output(output, events.groupBy(session, "key").count(), output_mode="append")
 
         return build
@@ -320,9 +291,9 @@ class Deduplicate(Operator):
 
     def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
         def build(t: Any) -> None:
-            events = _events_input(t, input)
+            events = events_input(t, input)
             if self.delay is not None:
-                events = events.withWatermark("ts", _interval(self.delay))
+                events = events.withWatermark("ts", interval_text(self.delay))
             t.output(output, events.dropDuplicates(["key", "value", "ts"])
                      .select("key", "value", "ts"), output_mode="append")
 
@@ -360,10 +331,6 @@ class LatestValueTable(Operator):
         return build
 
 
-def to_ms_delta(delta: timedelta) -> int:
-    return delta // timedelta(milliseconds=1)
-
-
 def last_values(events: Iterable[Event]) -> dict[str, str]:
     """The table a changelog describes: the last value per key, keys whose last record
     is a tombstone removed."""
@@ -374,93 +341,3 @@ def last_values(events: Iterable[Event]) -> dict[str, str]:
         else:
             table[event.key] = event.value
     return table
-
-
-def global_watermark(
-    candidates: Sequence[int | None], *, policy: Literal["min", "max"] = "min"
-) -> int:
-    """Spark's multiple-watermark policy: with several ``withWatermark`` inputs, the
-    global watermark is the minimum (default, ``spark.sql.streaming.multipleWatermarkPolicy
-    = min``) or maximum of the per-input watermarks (each: max event time seen minus its
-    delay, in ms). An input that has seen no event time yet (None) counts as the epoch
-    (``WatermarkTracker.updateWatermark``: "Populate 0 if we haven't seen any data yet"),
-    so under ``min`` one silent input holds the watermark at the epoch. The caller keeps
-    the result from going back (the tracker only moves forward)."""
-    values = [0 if c is None else c for c in candidates]
-    if not values:
-        return EPOCH_MS
-    return min(values) if policy == "min" else max(values)
-
-
-# --- simulation ----------------------------------------------------------------------------------
-@dataclass
-class _Run:
-    operator: Operator
-    state: dict[Any, Any] = field(default_factory=dict)
-    pending: list[Event] = field(default_factory=list)
-    batches: list[ModelBatch] = field(default_factory=list)
-    next_watermark: int = EPOCH_MS
-    last_watermark: int = EPOCH_MS
-    max_event: int | None = None
-    owed: bool = False
-
-    def run_batch(self, events: list[Event]) -> None:
-        op = self.operator
-        watermark, late_watermark = self.next_watermark, self.last_watermark
-        rows, late = op.process(self.state, events, watermark, late_watermark)
-        for event in events:  # rule 1: every row counts toward max event time, late or not
-            t = to_ms(event.timestamp)
-            self.max_event = t if self.max_event is None else max(self.max_event, t)
-        after = watermark
-        if op.delay is not None and self.max_event is not None:
-            after = max(watermark, self.max_event - to_ms_delta(op.delay))
-        has_watermark = op.delay is not None
-        self.batches.append(ModelBatch(
-            batch_id=len(self.batches),
-            watermark=from_ms(watermark) if has_watermark else None,
-            watermark_after=from_ms(after) if has_watermark else None,
-            events=tuple(events), rows=tuple(rows), late=tuple(late)))
-        self.last_watermark, self.next_watermark = watermark, after
-        self.owed = has_watermark and op.runs_no_data_batches and after > watermark  # rule 3
-
-    def trigger(self, *, restarting: bool = False) -> bool:
-        if self.pending:
-            events, self.pending = self.pending, []
-            self.run_batch(events)
-            return True
-        if self.owed and not restarting:
-            self.run_batch([])
-            return True
-        return False
-
-    def drain(self) -> None:
-        for _ in range(1000):
-            if not self.trigger():
-                return
-        raise AssertionError("the model never became idle")  # pragma: no cover
-
-
-def simulate(schedule: Schedule, operator: Operator) -> list[ModelBatch]:
-    """The batches Spark runs for ``schedule`` through ``operator`` (see the module doc),
-    as the driver runs it with :func:`pyspark_streamtest.testing.strategies.run_schedule`."""
-    run = _Run(operator)
-    for step in schedule.steps:
-        if isinstance(step, Pipe):
-            run.pending.extend(step.events)
-        elif isinstance(step, Tick):
-            run.trigger()
-        elif isinstance(step, Drain):
-            run.drain()
-        elif isinstance(step, Restart):
-            run.owed = False  # rule 4
-            run.trigger(restarting=True)
-        elif isinstance(step, AdvanceWatermark):
-            run.drain()
-            target = to_ms(step.to)
-            if operator.delay is not None and target > run.next_watermark:
-                run.next_watermark = target
-                run.owed = operator.runs_no_data_batches and target > run.last_watermark
-            run.drain()
-        else:  # pragma: no cover
-            raise TypeError(f"unknown step {step!r}")
-    return run.batches
