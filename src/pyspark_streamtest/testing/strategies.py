@@ -34,6 +34,8 @@ from pyspark.sql import types as T
 
 from ..core.time import DEFAULT_START_TIME
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from ._draws import chance, check_duration, check_fraction, event_keys, event_times
+from ._joined import joined_schedules
 from ._rows import Target, check_fields, check_row_options, deferred_for, rows
 from ._runs import clear_run_cache, run_app, run_schedule, run_topology, spark_settings
 from .schedule import (
@@ -66,6 +68,7 @@ __all__ = [
     "clear_run_cache",
     "event_keys",
     "events",
+    "joined_schedules",
     "row_events",
     "rows",
     "run_app",
@@ -74,33 +77,6 @@ __all__ = [
     "schedules",
     "spark_settings",
 ]
-
-
-def _check_fraction(name: str, value: float) -> None:
-    if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument(f"{name}={value!r} must be a fraction between 0 and 1")
-
-
-def _check_duration(name: str, value: object, *, positive: bool = False) -> timedelta:
-    if not isinstance(value, timedelta):
-        raise InvalidArgument(f"{name}={value!r} must be a datetime.timedelta")
-    if value < timedelta(0) or (positive and value == timedelta(0)):
-        raise InvalidArgument(f"{name}={value!r} must be {'positive' if positive else '>= 0'}")
-    return value
-
-
-def _chance(draw: Any, fraction: float) -> bool:
-    """True with probability ``fraction``; shrinks to False."""
-    if fraction <= 0:
-        return False
-    return bool(draw(st.integers(0, 999)) >= 1000 - round(fraction * 1000))
-
-
-def event_keys(*, count: int = 3) -> st.SearchStrategy[str]:
-    """One of ``count`` keys ``"a"``, ``"b"``, ... (shrinks to ``"a"``)."""
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 26:
-        raise InvalidArgument(f"count={count!r} must be an int from 1 to 26")
-    return st.sampled_from([chr(ord("a") + i) for i in range(count)])
 
 
 @st.composite
@@ -117,7 +93,7 @@ def _events(draw: Any, keys: st.SearchStrategy[str], values: st.SearchStrategy[A
     # "one more?" before each event, as hypothesis' own lists do: deleting an event
     # deletes its draws, so examples shrink one event at a time
     while len(out) < max_size and (len(out) < min_size or draw(st.booleans())):
-        if out and duplicates and _chance(draw, duplicates):
+        if out and duplicates and chance(draw, duplicates):
             out.append(out[draw(st.integers(0, len(out) - 1))])  # an exact copy, again
             continue
         # The clock's new position is drawn as a position, not as a step: when the
@@ -126,11 +102,11 @@ def _events(draw: Any, keys: st.SearchStrategy[str], values: st.SearchStrategy[A
         # the bound nearest zero: the clock not moving.
         clock = draw(st.integers(clock, clock + steps))
         when = start + resolution * clock - resolution * -draw(st.integers(-disorder, 0))
-        if late and _chance(draw, late):
+        if late and chance(draw, late):
             when = (start + resolution * clock - late_by
                     - resolution * draw(st.integers(1, max(1, disorder + 1))))
-        key = hot if key_skew and _chance(draw, key_skew) else draw(keys)
-        value = None if tombstones and _chance(draw, tombstones) else draw(values)
+        key = hot if key_skew and chance(draw, key_skew) else draw(keys)
+        value = None if tombstones and chance(draw, tombstones) else draw(values)
         if finish is not None and value is not None:
             value = finish(key, value, when)
         out.append(Event(key, value, when))
@@ -169,41 +145,13 @@ def events(
     ``values`` default to ``"a".."c"`` and ``"x".."z"`` (for rows drawn from a schema
     as values, see :func:`row_events`).
     """
-    step, disorder, behind = _event_times(
+    step, disorder, behind = event_times(
         min_size, max_size, resolution, max_step, late_by, max_disorder, start, late=late,
         duplicates=duplicates, tombstones=tombstones, key_skew=key_skew)
     return _events(keys if keys is not None else event_keys(),
                    values if values is not None else st.sampled_from(["x", "y", "z"]),
                    start, min_size, max_size, resolution, step, disorder, late, behind,
                    duplicates, tombstones, key_skew)
-
-
-def _event_times(min_size: int, max_size: int, resolution: timedelta,
-                 max_step: timedelta | None, late_by: timedelta | None,
-                 max_disorder: timedelta, start: datetime, **shares: float
-                 ) -> tuple[timedelta, timedelta, timedelta]:
-    """Checks the options :func:`events` and :func:`row_events` share; returns
-    ``(max_step, max_disorder, late_by)`` with the defaults filled in."""
-    if not isinstance(min_size, int) or not isinstance(max_size, int) or not (
-            0 <= min_size <= max_size):
-        raise InvalidArgument(f"need 0 <= min_size <= max_size, got {min_size}, {max_size}")
-    for name, fraction in shares.items():
-        _check_fraction(name, fraction)
-    resolution = _check_duration("resolution", resolution, positive=True)
-    if max_step is None:
-        max_step = 2 * resolution
-    if late_by is None:
-        late_by = -(-timedelta(seconds=10) // resolution) * resolution
-    checked = [("max_step", max_step), ("max_disorder", max_disorder)]
-    if shares["late"]:
-        checked.append(("late_by", late_by))
-    for name, value in checked:
-        if _check_duration(name, value) % resolution:
-            raise InvalidArgument(
-                f"{name}={value!r} must be a multiple of resolution={resolution!r}")
-    if not isinstance(start, datetime) or start.tzinfo is None:
-        raise InvalidArgument(f"start={start!r} must be a timezone-aware datetime")
-    return max_step, max_disorder, late_by
 
 
 @st.composite
@@ -223,9 +171,9 @@ def _schedules(draw: Any, sources: tuple[tuple[str | None, st.SearchStrategy[lis
             steps.append(Pipe(tuple(e for name, e in chunk if name == into), input=into))
         steps.append(Tick())
         steps.extend(Tick() for _ in range(draw(st.integers(0, idle_ticks))))
-        if restarts and _chance(draw, restarts):
+        if restarts and chance(draw, restarts):
             steps.append(Restart())
-        if watermark_advances and chunk and _chance(draw, watermark_advances):
+        if watermark_advances and chunk and chance(draw, watermark_advances):
             newest = max(e.timestamp for _, e in chunk)
             steps.append(AdvanceWatermark(newest + advance_by * draw(st.integers(0, 3))))
     steps.append(Drain())
@@ -277,9 +225,9 @@ def schedules(
         raise InvalidArgument(f"max_batches={max_batches!r} must be an int >= 1")
     if not isinstance(idle_ticks, int) or idle_ticks < 0:
         raise InvalidArgument(f"idle_ticks={idle_ticks!r} must be an int >= 0")
-    _check_fraction("restarts", restarts)
-    _check_fraction("watermark_advances", watermark_advances)
-    _check_duration("advance_by", advance_by)
+    check_fraction("restarts", restarts)
+    check_fraction("watermark_advances", watermark_advances)
+    check_duration("advance_by", advance_by)
     sources: tuple[tuple[str | None, st.SearchStrategy[list[Event]]], ...]
     if events_strategy is None:
         sources = ((None, events()),)
@@ -350,7 +298,7 @@ def row_events(
     :class:`~pyspark_streamtest.errors.InvalidArgumentTypeError`).
     """
     try:
-        step, disorder, behind = _event_times(
+        step, disorder, behind = event_times(
             min_size, max_size, resolution, max_step, late_by, max_disorder, start,
             late=late, duplicates=duplicates, tombstones=tombstones, key_skew=key_skew)
     except InvalidArgument as error:
