@@ -648,6 +648,10 @@ def test_the_objects_an_ended_run_held_are_let_go_of(project, tmp_path):
     assert held["pid"] == after["pid"]
     assert set(held["ids"]) & set(after["bound"]) == set()  # type: ignore[arg-type]
     assert set(held["ids"]) <= set(held["bound"])  # type: ignore[arg-type]
-    # No growth from run to run: the third run after finds as many as the first (with
-    # nothing let go of, each run left about 9 more).
-    assert len(again["bound"]) <= len(after["bound"]) + 5  # type: ignore[arg-type]
+    # No growth from run to run: none of the objects a run held is bound two runs later
+    # (with nothing let go of, each run left about 9). Ids, not counts: how many objects
+    # a run binds itself varies with the machine's load.
+    def objects(run: dict[str, object]) -> set[str]:  # Py4J's own entries ('j', ...) stay
+        return {key for key in run["bound"] if key.startswith("o")}  # type: ignore[attr-defined]
+
+    assert objects(after) & objects(again) == set()
