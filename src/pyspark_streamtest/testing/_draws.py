@@ -31,11 +31,14 @@ def check_duration(name: str, value: object, *, positive: bool = False) -> timed
     return value
 
 
+_THOUSAND = st.integers(0, 999)
+
+
 def chance(draw: Any, fraction: float) -> bool:
     """True with probability ``fraction``; shrinks to False."""
     if fraction <= 0:
         return False
-    return bool(draw(st.integers(0, 999)) >= 1000 - round(fraction * 1000))
+    return bool(draw(_THOUSAND) >= 1000 - round(fraction * 1000))
 
 
 def event_keys(*, count: int = 3) -> st.SearchStrategy[str]:

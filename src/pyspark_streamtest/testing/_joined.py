@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -82,9 +83,15 @@ class _Timed:
         return self.behind if self.late else self.disorder
 
 
+@lru_cache(maxsize=256)
+def _ints(low: int, high: int) -> st.SearchStrategy[int]:
+    """``st.integers(low, high)``, made once (an example draws dozens)."""
+    return st.integers(low, high)
+
+
 def _upto(draw: Any, high: int) -> int:
     """0..high; no draw at all when high is 0 (a draw is a shrink step, a Spark run)."""
-    return int(draw(st.integers(0, high))) if high > 0 else 0
+    return int(draw(_ints(0, high))) if high > 0 else 0
 
 
 @st.composite
@@ -107,23 +114,24 @@ of ten draws it seldom manages: so the simplest story or partner is none at all.
 
 
 def _kept(draw: Any) -> bool:
-    return bool(draw(st.integers(0, _DROPPED - 1)) > 0)
+    return _upto(draw, _DROPPED - 1) > 0
 
 
 @st.composite
-def _partner(draw: Any, shape: _Shape) -> tuple[int, _Timed] | None:
+def _partner(draw: Any, shape: _Shape, timed: st.SearchStrategy[_Timed]
+             ) -> tuple[int, _Timed] | None:
     """A right event of a story: its offset from the left event's time, and its draws;
     or None (dropped)."""
     if not _kept(draw):
         return None
-    offset = draw(st.integers(shape.lower, shape.upper))
+    offset = draw(_ints(shape.lower, shape.upper))
     if shape.outside:
         outside = chance(draw, shape.outside)
         after = draw(st.booleans())
-        beyond = draw(st.integers(1, shape.upper - shape.lower + 1))
+        beyond = 1 + _upto(draw, shape.upper - shape.lower)
         if outside:
             offset = shape.upper + beyond if after else shape.lower - beyond
-    return offset, draw(_timed(shape))
+    return offset, draw(timed)
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,8 @@ class _Story:
 
 
 @st.composite
-def _story(draw: Any, shape: _Shape) -> _Story:
+def _story(draw: Any, shape: _Shape, timed: st.SearchStrategy[_Timed],
+           partners: st.SearchStrategy[list[tuple[int, _Timed] | None]]) -> _Story:
     """A left event and the right events that refer to it. Its clock is drawn as a
     position, not as a step from the story before: stories are a list of independent
     elements, which the shrinker drops one by one without moving the others."""
@@ -147,11 +156,13 @@ def _story(draw: Any, shape: _Shape) -> _Story:
     split = (_upto(draw, shape.idle_ticks), chance(draw, shape.restarts))
     cut = shape.max_batches > 1 and draw(st.booleans())
     key = draw(shape.keys)
-    orphan = chance(draw, shape.orphans)  # no left event: its right events have no partner
-    left = draw(_timed(shape))
-    partners = draw(st.lists(_partner(shape), max_size=shape.max_partners))
+    # no left event, so the right events have no partner: drawn so that it shrinks to
+    # "orphan" (fewer events; a right event that met another story's left event keeps
+    # failing without its own), unless no orphans are asked for
+    orphan = shape.orphans > 0 and _upto(draw, 999) < round(shape.orphans * 1000)
+    left = draw(timed)
     return _Story(kept, clock, split if cut else None, key, orphan, left,
-                  tuple(p for p in partners if p is not None))
+                  tuple(p for p in draw(partners) if p is not None))
 
 
 @st.composite
@@ -167,8 +178,7 @@ def _joined_schedules(draw: Any, shape: _Shape) -> Schedule:
         if timed.again:  # the same event again, a little later
             drawn.append(_Drawn(arrival + timed.lag, len(drawn), into, made))
 
-    drawn_stories = draw(st.lists(_story(shape), min_size=shape.min_size,
-                                  max_size=shape.max_size))
+    drawn_stories = draw(_stories_of(shape))
     stories = []
     missing = shape.min_size - sum(s.kept for s in drawn_stories)  # at least min_size
     for story in drawn_stories:
@@ -176,9 +186,8 @@ def _joined_schedules(draw: Any, shape: _Shape) -> Schedule:
             missing -= not story.kept
             stories.append(story)
     splits: list[tuple[int, int, bool]] = []
-    clock = 0
     for story in sorted(stories, key=lambda s: s.clock):  # stable: drawn order on ties
-        clock = min(story.clock, clock + shape.step)  # the clock moves at most max_step
+        clock = story.clock
         base = clock - story.left.delay()  # the left event's time; it arrives at the clock
         if not story.orphan:
             add(shape.left, story.key, base, clock, story.left)
@@ -187,6 +196,15 @@ def _joined_schedules(draw: Any, shape: _Shape) -> Schedule:
         if story.split is not None:
             splits.append((clock, *story.split))
     return _schedule(shape, drawn, first, splits)
+
+
+@lru_cache(maxsize=64)
+def _stories_of(shape: _Shape) -> st.SearchStrategy[list[_Story]]:
+    """The list of stories, its strategies made once per shape."""
+    timed = _timed(shape)
+    partners = st.lists(_partner(shape, timed), max_size=shape.max_partners)
+    return st.lists(_story(shape, timed, partners), min_size=shape.min_size,
+                    max_size=shape.max_size)
 
 
 def _schedule(shape: _Shape, drawn: list[_Drawn], first: tuple[int, bool],
