@@ -74,10 +74,12 @@ def at(seconds: float, key: str = "a", value: str = "x") -> Event:
      "upper=5 must be a datetime.timedelta"),
     (lambda: StreamJoin(left="in", right="in"), InvalidArgumentError,
      "a self-join is not modelled"),
+    (lambda: StreamJoin(dedup="distinct"), InvalidArgumentError,
+     "dedup='distinct' is not a deduplication this model covers"),
 ], ids=["name", "same-names", "bounds-order", "bounds-type", "bounds-resolution",
         "partners", "batches", "idle-bool", "outside", "restarts", "late-by", "sizes",
         "keys", "naive-start", "join-kind", "join-bounds", "join-delay", "join-type",
-        "self-join"])
+        "self-join", "join-dedup"])
 def test_bad_options_are_refused_up_front(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -189,8 +191,8 @@ def test_a_case_that_needs_the_watermark_moved_shrinks_to_its_three_events():
     it: the least case is that row and a later event on each input, in one batch (the
     drain's no-data batch emits it)."""
     model = StreamJoin(how="left_outer", lower=0 * S, upper=2 * S)
-    found = find(sst.joined_schedules(between=(0 * S, 2 * S), max_size=8, max_step=3 * S,
-                                      max_disorder=S),
+    found = find(sst.joined_schedules(between=(0 * S, 2 * S), max_size=4, max_step=3 * S,
+                                      max_disorder=S, max_batches=2),
                  lambda s: any(r["right_ts"] is None
                                for b in simulate(s, model) for r in b.rows),
                  settings=FIND)
@@ -240,3 +242,19 @@ def test_the_state_watermarks_evict_without_losing_a_match():
         assert emitted == everything, str(schedule)
 
     pairs_agree()
+
+
+def test_deduplication_before_the_join_meets_only_first_copies():
+    """dropDuplicates drops an exact copy; dropDuplicatesWithinWatermark also the same key
+    and value at another time, while the first is held (until its ts + delay)."""
+    schedule = Schedule((Pipe((at(0), at(0), at(3)), input="left"),
+                         Pipe((at(1, value="y"),), input="right"), Tick(), Drain()))
+
+    def pairs(dedup):
+        model = StreamJoin(lower=-5 * S, upper=5 * S, left_delay=5 * S, right_delay=5 * S,
+                           dedup=dedup)
+        return sorted(r["left_ts"] - T0 for b in simulate(schedule, model) for r in b.rows)
+
+    assert pairs(None) == [0 * S, 0 * S, 3 * S]
+    assert pairs("dropDuplicates") == [0 * S, 3 * S]
+    assert pairs("dropDuplicatesWithinWatermark") == [0 * S]

@@ -21,10 +21,12 @@ from .schedule import AdvanceWatermark, Event, Pipe, Schedule
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["JoinKind", "StreamJoin"]
+__all__ = ["JoinDedup", "JoinKind", "StreamJoin"]
 
 JoinKind = Literal["inner", "left_outer", "right_outer", "full_outer"]
 _KINDS = ("inner", "left_outer", "right_outer", "full_outer")
+JoinDedup = Literal["dropDuplicates", "dropDuplicatesWithinWatermark"]
+_DEDUPS = ("dropDuplicates", "dropDuplicatesWithinWatermark")
 
 
 class _Buffered:
@@ -68,6 +70,14 @@ class StreamJoin(Operator):
       own batch when it arrives already past it. The watermark is the minimum over both
       inputs, so unmatched rows wait for both inputs' event times (rule 5).
 
+    * **Deduplication first** (``dedup``, None by default): each input deduplicated
+      after its ``withWatermark`` and before the join, by
+      ``dropDuplicates(["key", "value", "ts"])`` (a copy is dropped while the first is
+      in state, until ``ts <= W``) or ``dropDuplicatesWithinWatermark(["key",
+      "value"])`` (until ``ts + delay <= W``, so the same key and value at another
+      time is a copy too). Late rows are dropped there, by the same rule; the join
+      then meets only first copies.
+
     A no-data batch is owed whenever the watermark moves (rule 3: both sides have a
     state watermark). Not modelled: joins without a watermark on both sides, conditions
     other than this range (windows in the key, other predicates), the ``max``
@@ -83,6 +93,7 @@ class StreamJoin(Operator):
     right: str = "right"
     left_delay: timedelta = timedelta(0)
     right_delay: timedelta = timedelta(0)
+    dedup: JoinDedup | None = None
     runs_no_data_batches: bool = True
 
     def __post_init__(self) -> None:
@@ -90,6 +101,10 @@ class StreamJoin(Operator):
             raise InvalidArgumentError(
                 f"how={self.how!r} is not a stream-stream join this model covers; give one "
                 f"of {', '.join(map(repr, _KINDS))}")
+        if self.dedup is not None and self.dedup not in _DEDUPS:
+            raise InvalidArgumentError(
+                f"dedup={self.dedup!r} is not a deduplication this model covers; give None "
+                f"or one of {', '.join(map(repr, _DEDUPS))}")
         for name in ("lower", "upper", "left_delay", "right_delay"):
             if not isinstance(getattr(self, name), timedelta):
                 raise InvalidArgumentTypeError(
@@ -138,11 +153,10 @@ class StreamJoin(Operator):
         # Spark joins the batch's left rows with the right rows kept from earlier
         # batches, keeps them, then joins the batch's right rows with every kept left row.
         for side, kept, other in ((self.left, lefts, rights), (self.right, rights, lefts)):
-            for event in (e for into, e in piped if into == side):
+            arrived = [e for into, e in piped if into == side]
+            for event in self._first_copies(state, side, arrived, watermark,
+                                            late_watermark, late):
                 row = _Buffered(event, False)
-                if row.t <= late_watermark:
-                    late.append(event)
-                    continue
                 for met in other:
                     pair = (row, met) if kept is lefts else (met, row)
                     if met.event.key == event.key and (
@@ -160,20 +174,51 @@ class StreamJoin(Operator):
             kept[:] = [r for r in kept if r.t > gone]
         return rows, late
 
+    def _first_copies(self, state: dict[Any, Any], side: str, events: list[Event],
+                      watermark: int, late_watermark: int, late: list[Event]) -> list[Event]:
+        """The side's rows that are not late (the late ones added to ``late``) and, with
+        ``dedup``, not copies of a row the side's deduplication holds; then its state
+        evicted with the batch's watermark."""
+        held: dict[tuple[Any, ...], int] = state.setdefault(("dedup", side), {})
+        delay = to_ms_delta(self.watermark_delays()[side])
+        first = []
+        for event in events:
+            t = to_ms(event.timestamp)
+            if t <= late_watermark:
+                late.append(event)
+                continue
+            if self.dedup is None:
+                first.append(event)
+                continue
+            slot, expires = (((event.key, event.value, t), t) if self.dedup == "dropDuplicates"
+                             else ((event.key, event.value), t + delay))
+            if slot not in held:
+                held[slot] = expires
+                first.append(event)
+        for slot in [slot for slot, expires in held.items() if expires <= watermark]:
+            del held[slot]
+        return first
+
     def topology(self, *, input: str = "events", output: str = "out") -> Callable[..., None]:
         """The join as a topology: the plain inputs ``left`` and ``right`` (``key STRING,
         value STRING, ts TIMESTAMP``, event time ``ts``; ``input`` is not used), each
-        with its ``withWatermark``, joined with the condition as SQL, writing ``output``
-        with the model's columns."""
+        with its ``withWatermark`` (and its ``dedup``), joined with the condition as SQL,
+        writing ``output`` with the model's columns."""
         def build(t: Any) -> None:
             from pyspark.sql import functions as F
 
             def side(name: str, prefix: str, delay: timedelta) -> Any:
-                return (events_input(t, name)
+                rows = (events_input(t, name)
                         .select(F.col("key").alias(f"{prefix}_key"),
                                 F.col("value").alias(f"{prefix}_value"),
                                 F.col("ts").alias(f"{prefix}_ts"))
                         .withWatermark(f"{prefix}_ts", interval_text(delay)))
+                columns = [f"{prefix}_key", f"{prefix}_value"]
+                if self.dedup == "dropDuplicates":
+                    return rows.dropDuplicates([*columns, f"{prefix}_ts"])
+                if self.dedup == "dropDuplicatesWithinWatermark":
+                    return rows.dropDuplicatesWithinWatermark(columns)
+                return rows
 
             left = side(self.left, "left", self.left_delay)
             right = side(self.right, "right", self.right_delay)

@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from ..core.time import from_ms, to_ms
 from ..errors import hide_our_frames
-from ._join_model import JoinKind, StreamJoin
+from ._join_model import JoinDedup, JoinKind, StreamJoin
 from ._simulation import (
     Operator,
     events_input,
@@ -79,6 +79,7 @@ __all__ = [
     "Drain",
     "Event",
     "EventRow",
+    "JoinDedup",
     "JoinKind",
     "LatestValueTable",
     "ModelBatch",
