@@ -5,8 +5,8 @@ A click refers to an impression; a payment to an order. Drawn independently
 (``schedules({"impressions": ..., "clicks": ...})``), two inputs rarely share a key
 and a time range, so a join meets few rows and a property checks little. Here each
 *story* draws a left event and the right events that refer to it, and every part of a
-story (its times, its arrival, its batch boundary) is drawn inside the story: when
-hypothesis deletes a story while shrinking, the other stories keep their events and
+story (its clock, times, arrivals, batch boundary) is drawn inside the story: when
+hypothesis drops a story while shrinking, the other stories keep their events and
 their batches, and the smaller candidate usually still fails.
 """
 
@@ -273,16 +273,17 @@ def joined_schedules(
     keys and times; a draw would be one more step to shrink): left events carry
     ``"x"``, right events ``"y"``.
 
-    **Time and arrival,** as :func:`events` draws them: a hidden clock starts at
-    ``start`` and moves ``0..max_step`` per story (steps of ``resolution``; default two
-    steps); a left event arrives when the clock reaches its story, its time
-    ``0..max_disorder`` before; a right event arrives ``0..max_disorder`` after its own
-    time, so possibly before its left event. A ``late`` share of events, on either
-    input, is more than ``late_by`` behind (default 10 s rounded up to a resolution;
-    the watermark a batch drops rows by lags the clock by the delay and a batch or
-    two, so set it to the delay plus the clock's progress over two batches to see
-    rows dropped). Every event is at most ``max_disorder`` older than any event that
-    arrived before it, unless late or a copy.
+    **Time and arrival.** Each story's clock is drawn on its own, from ``start`` to
+    ``max_size * max_step`` after it (steps of ``resolution``; ``max_step`` defaults to
+    two steps), and the stories are taken in clock order; a left event arrives when the
+    clock reaches its story, its time ``0..max_disorder`` before; a right event arrives
+    ``0..max_disorder`` after its own time, so possibly before its left event. A
+    ``late`` share of events, on either input, is more than ``late_by`` behind
+    (default 10 s rounded up to a resolution; the watermark a batch drops rows by lags
+    the clock by the delay and a batch or two, so set it to the delay plus the clock's
+    progress over two batches to see rows dropped). Every event is at most
+    ``max_disorder`` older than any event that arrived before it, unless late or a
+    copy.
 
     **Batches.** The events, in arrival order, are cut into ``1..max_batches`` chunks:
     each story may draw a boundary where the clock reaches it (the first
@@ -292,12 +293,13 @@ def joined_schedules(
     join's unmatched rows) and, with the ``restarts`` share, a ``Restart``; the
     schedule ends with a ``Drain``. No ``AdvanceWatermark``.
 
-    **Shrinking.** A story is one element of a list, every part of it (times, arrival,
-    boundary, partners) drawn inside it, and one in ten is drawn dropped, so that its
-    simplest value is no story at all: hypothesis drops a story in one test call
-    without moving the other stories' events or batches. Every other choice shrinks
-    towards the simple case: no partners, offsets nearest zero, in order, on time, no
-    orphans or copies, one batch. Arguments that cannot be used raise
+    **Shrinking.** A story is one element of a list, every part of it (its clock,
+    times, arrival, boundary, partners) drawn inside it, and one in ten is drawn
+    dropped, so that its simplest value is no story at all: hypothesis drops a story in
+    one test call without moving the other stories' events or batches. Every other
+    choice shrinks towards fewer events and the simple case: no partners, a story
+    without its left event (when ``orphans`` asks for any), offsets nearest zero, in
+    order, on time, no copies, one batch. Arguments that cannot be used raise
     :class:`~pyspark_streamtest.errors.InvalidArgumentError` (or
     :class:`~pyspark_streamtest.errors.InvalidArgumentTypeError`) naming the argument.
     """
