@@ -1,7 +1,8 @@
 """How long a wrong statement of a stream-stream join takes to shrink, with Spark in the
 loop.
 
-    python -m benchmarks.join_shrink [--variant before|after] [--examples N] [--master URL]
+    python -m benchmarks.join_shrink [--variant before|after|after-plain|all] [--seeds N]
+                                     [--examples N] [--master URL]
 
 The pipeline joins impressions and clicks of one key, a click counting when it comes
 0 to 10 s after its impression (``clicks.ts BETWEEN impressions.ts AND impressions.ts
@@ -13,32 +14,48 @@ case is one impression and one click exactly 10 s after it, in one batch.
   hand-written composite that draws impressions with ``events(...)``, clicks after
   them, and the batches; the expectation a hand-written list of joined rows.
 * ``after``: ``joined_schedules(...)`` draws the clicks from the impressions (with
-  disorder and late events), and the join model (``StreamJoin``) with the wrong bound
-  predicts every batch.
+  disorder, late events and copies), and the join model (``StreamJoin``) with the
+  wrong bound predicts every batch; ``after-plain`` the same without disorder, late
+  events or copies, as the hand-written strategy draws.
 
-Both run through ``run_topology`` with ``spark_settings``, derandomized. The seconds
-from the first example to the end of the shrink, the examples tried, the Spark runs
-made and the minimal schedule are printed. Nothing is asserted: it is a measure.
+Both run through ``run_topology`` with ``spark_settings``, once per hypothesis seed
+(0 to N-1; one derandomized run says little: hypothesis derives its examples from the
+test function's source, so any edit draws others). Per run: the seconds and Spark runs
+from the first example to the end of the shrink, when the property first failed, the
+minimal schedule; then the medians. Nothing is asserted: it is a measure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import statistics
 import sys
+import textwrap
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import pytest
-from hypothesis import given
+from hypothesis import given, seed
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from pyspark_streamtest import Topology, test_spark_session
 from pyspark_streamtest.testing import strategies as sst
 from pyspark_streamtest.testing._runs import spark_runs
-from pyspark_streamtest.testing.invariants import assert_matches_expected
-from pyspark_streamtest.testing.model import Drain, Event, Pipe, Schedule, Step, Tick
+from pyspark_streamtest.testing.invariants import assert_matches_expected, assert_matches_model
+from pyspark_streamtest.testing.model import (
+    Drain,
+    Event,
+    Pipe,
+    Schedule,
+    Step,
+    StreamJoin,
+    Tick,
+    simulate,
+)
 
 S = timedelta(seconds=1)
 SCHEMA = "key STRING, value STRING, ts TIMESTAMP"
@@ -98,48 +115,127 @@ def wrong_expected_rows(schedule: Schedule) -> list[dict[str, Any]]:
             if i.key == c.key and i.timestamp <= c.timestamp < i.timestamp + 10 * S]
 
 
-def shrink_before(spark: Any, max_examples: int) -> tuple[list[Schedule], float, int]:
-    tried: list[Schedule] = []
-
-    @sst.spark_settings(max_examples=max_examples, derandomize=True, database=None)
-    @given(hand_written_schedules())
-    def property_with_a_wrong_expectation(schedule: Schedule) -> None:
-        tried.append(schedule)
-        expected = wrong_expected_rows(schedule)
-        batches = sst.run_topology(impressions_and_clicks, schedule, spark=spark,
-                                   input=None, output="joined")
-        assert_matches_expected(batches, expected, schedule=schedule)
-
-    return _timed(property_with_a_wrong_expectation, tried)
+def check_before(spark: Any, schedule: Schedule) -> None:
+    expected = wrong_expected_rows(schedule)
+    batches = sst.run_topology(impressions_and_clicks, schedule, spark=spark, input=None,
+                               output="joined")
+    assert_matches_expected(batches, expected, schedule=schedule)
 
 
-def _timed(prop: Any, tried: list[Schedule]) -> tuple[list[Schedule], float, int]:
-    runs = spark_runs()
-    started = time.perf_counter()
-    with pytest.raises(AssertionError):
-        prop()
-    return tried, time.perf_counter() - started, spark_runs() - runs
+# --- after: joined_schedules and the join model ---------------------------------------------
+WRONG = StreamJoin(how="inner", left="impressions", right="clicks", lower=0 * S,
+                   upper=9 * S, left_delay=30 * S, right_delay=30 * S)
+"""The statement, wrong by one second: ``BETWEEN left_ts AND left_ts + 9 s`` at a
+resolution of one second is the upper bound taken as exclusive."""
 
 
-VARIANTS = {"before": shrink_before}
+AFTER = sst.joined_schedules(left="impressions", right="clicks", between=(0 * S, 10 * S),
+                            max_size=5, max_step=2 * S, max_disorder=2 * S, late=0.1,
+                            late_by=32 * S, duplicates=0.1, max_batches=3, idle_ticks=0)
+
+
+def check_after(spark: Any, schedule: Schedule) -> None:
+    expected = simulate(schedule, WRONG)  # the model first: no Spark
+    batches = sst.run_topology(impressions_and_clicks, schedule, spark=spark, input=None,
+                               output="joined")
+    assert_matches_model(batches, expected, context=f"schedule:\n{schedule}")
+
+
+PLAIN = sst.joined_schedules(left="impressions", right="clicks", between=(0 * S, 10 * S),
+                            max_size=5, max_step=2 * S, max_batches=3, idle_ticks=0)
+"""As ``AFTER`` without disorder, late events or copies: what the hand-written
+strategy draws, besides clicks outside the range and without an impression."""
+
+VARIANTS: dict[str, tuple[Any, Callable[[Any, Schedule], None]]] = {
+    "before": (hand_written_schedules(), check_before),
+    "after": (AFTER, check_after),
+    "after-plain": (PLAIN, check_after),
+}
+
+
+@dataclass
+class Shrunk:
+    """One run of a variant's property: the seconds and Spark runs to the end of the
+    shrink, the examples tried, and when it first failed (None: it never did)."""
+
+    variant: str
+    seed: int
+    seconds: float
+    runs: int
+    tried: list[Schedule] = field(default_factory=list)
+    first: tuple[int, float, int] | None = None
+
+    def __str__(self) -> str:
+        if self.first is None:
+            return (f"{self.variant} seed {self.seed}: no failure in {len(self.tried)} "
+                    f"examples ({self.seconds:.1f} s)")
+        examples, seconds, runs = self.first
+        return (f"{self.variant} seed {self.seed}: {self.seconds:.1f} s, {self.runs} Spark "
+                f"runs, {len(self.tried)} examples to {len(self.tried[-1].events)} events; "
+                f"first failure at example {examples} ({seconds:.1f} s, {runs} runs), "
+                f"the shrink {self.seconds - seconds:.1f} s, {self.runs - runs} runs")
+
+
+def shrink(spark: Any, variant: str, chosen_seed: int, max_examples: int) -> Shrunk:
+    """The variant's property with hypothesis seed ``chosen_seed``, to the end of its
+    shrink (the cache emptied first: no run carries over)."""
+    strategy, check = VARIANTS[variant]
+    sst.clear_run_cache()
+    done = Shrunk(variant, chosen_seed, 0.0, 0)
+    runs, started = spark_runs(), time.perf_counter()
+
+    @seed(chosen_seed)
+    @sst.spark_settings(max_examples=max_examples, database=None)
+    @given(strategy)
+    def property_of_a_wrong_statement(schedule: Schedule) -> None:
+        done.tried.append(schedule)
+        try:
+            check(spark, schedule)
+        except AssertionError:
+            if done.first is None:
+                done.first = (len(done.tried), time.perf_counter() - started,
+                              spark_runs() - runs)
+            raise
+
+    with contextlib.suppress(AssertionError):  # a failure is what is measured
+        property_of_a_wrong_statement()
+    done.seconds, done.runs = time.perf_counter() - started, spark_runs() - runs
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.join_shrink")
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default="after")
+    parser.add_argument("--variant", choices=[*VARIANTS, "all"], default="all")
+    parser.add_argument("--seeds", type=int, default=5,
+                        help="hypothesis seeds 0..N-1, each variant once per seed "
+                        "(default 5)")
     parser.add_argument("--examples", type=int, default=100,
                         help="max_examples of the property (default 100)")
     parser.add_argument("--master", default=None, help="Spark master (default local[2])")
     args = parser.parse_args(argv)
     spark = test_spark_session(master=args.master)
+    variants = list(VARIANTS) if args.variant == "all" else [args.variant]
+    results: list[Shrunk] = []
     try:
-        tried, seconds, runs = VARIANTS[args.variant](spark, args.examples)
+        for chosen in range(args.seeds):
+            for variant in variants[chosen % len(variants):] + variants[:chosen % len(variants)]:
+                results.append(shrink(spark, variant, chosen, args.examples))
+                print(results[-1], flush=True)
+                if results[-1].first is not None:
+                    print(textwrap.indent(str(results[-1].tried[-1]), "  "), flush=True)
     finally:
         sst.clear_run_cache()
-    minimal = tried[-1]
-    print(f"{args.variant}: failed and shrank in {seconds:.1f} s: {len(tried)} examples "
-          f"tried, {runs} Spark runs (the rest answered by run_topology's cache)")
-    print(f"minimal schedule, {len(minimal.events)} events:\n{minimal}")
+    for variant in variants:
+        failed = [r for r in results if r.variant == variant and r.first is not None]
+        if not failed:
+            continue
+        shrinks = [(r.seconds - r.first[1], r.runs - r.first[2]) for r in failed if r.first]
+        print(f"{variant}, median of {len(failed)} seeds: "
+              f"{statistics.median(r.seconds for r in failed):.1f} s and "
+              f"{statistics.median(r.runs for r in failed):.0f} Spark runs in all; the "
+              f"shrink {statistics.median(t for t, _ in shrinks):.1f} s and "
+              f"{statistics.median(n for _, n in shrinks):.0f} runs; to "
+              f"{statistics.median(len(r.tried[-1].events) for r in failed):.0f} events")
     return 0
 
 
