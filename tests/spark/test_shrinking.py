@@ -169,19 +169,29 @@ def test_a_wrong_join_model_shrinks_to_its_two_events_in_few_spark_runs(spark):
     """A join model wrong by one second at its upper bound, against Spark running the
     right join: joined_schedules' stories drop whole and the model is computed first,
     so the failure shrinks to one left and one right event five seconds apart, in one
-    batch, with a bounded number of Spark runs (counted, not timed)."""
+    batch, within a bound on the Spark runs after the first failure (counted, not
+    timed). The bound: over 400 hypothesis seeds of this property, with the model
+    standing in for Spark, the shrink took a median of 16 runs, at most 70. (Which
+    examples a derandomized run draws depends on the constants hypothesis collects
+    from the modules loaded, so one run's count is not pinned.)"""
     tried: list[Schedule] = []
+    runs_before_failing: list[int] = []
+    before = spark_runs()
 
-    @sst.spark_settings(max_examples=30, derandomize=True, database=None)
+    @sst.spark_settings(max_examples=100, derandomize=True, database=None)
     @given(sst.joined_schedules(between=(0 * S, 5 * S), max_size=4, max_disorder=S,
                                 max_batches=2, idle_ticks=0))
     def property_of_a_wrong_join_model(schedule: Schedule) -> None:
         tried.append(schedule)
         expected = simulate(schedule, WRONG_JOIN)  # the model first: no Spark
         batches = sst.run_topology(JOIN_TOPOLOGY, schedule, spark=spark, input=None)
-        assert_matches_model(batches, expected)
+        try:
+            assert_matches_model(batches, expected)
+        except AssertionError:
+            if not runs_before_failing:
+                runs_before_failing.append(spark_runs() - before)
+            raise
 
-    before = spark_runs()
     with pytest.raises(AssertionError):
         property_of_a_wrong_join_model()
     runs = spark_runs() - before
@@ -190,9 +200,8 @@ def test_a_wrong_join_model_shrinks_to_its_two_events_in_few_spark_runs(spark):
     (left,), (right,) = minimal.events_into("left"), minimal.events_into("right")
     assert right.timestamp - left.timestamp == 5 * S
     assert sum(isinstance(step, Tick) for step in minimal.steps) == 1
-    # 19 Spark runs for 126 examples on PySpark 4.3 with hypothesis 6.170; the bound
-    # leaves room for another hypothesis, not for a strategy that shrinks worse
-    assert runs <= 30, f"{runs} Spark runs for {len(tried)} examples"
+    shrink_runs = runs - runs_before_failing[0]
+    assert shrink_runs <= 80, f"the shrink made {shrink_runs} Spark runs"
     assert runs < len(tried)  # the cache answered schedules already run
 
 
