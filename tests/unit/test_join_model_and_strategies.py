@@ -5,11 +5,10 @@ hand-made schedules. The model against Spark: tests/spark/test_join_properties.p
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
@@ -145,45 +144,63 @@ def test_schedules_pipe_each_chunk_per_input_before_its_trigger_and_end_drained(
                 assert (step.input, steps[index + 1].input) == ("left", "right")
 
 
-def test_the_shares_reach_their_events():
-    """Among a hundred schedules, each kind asked for comes up: a right event with no
-    left event of its key (orphans), one beyond the range (outside), a copy
-    (duplicates), an event more than late_by behind one before it, a restart, and
-    several batches."""
-    seen: Counter[str] = Counter()
+STORIES = sst.joined_schedules(between=(0 * S, 2 * S), orphans=0.3, outside=0.3,
+                               duplicates=0.3, late=0.3, late_by=5 * S, restarts=0.3,
+                               max_size=8, keys=sst.event_keys(count=8))
 
-    @settings(max_examples=100, database=None, derandomize=True)
-    @given(sst.joined_schedules(between=(0 * S, 2 * S), orphans=0.3, outside=0.3,
-                                duplicates=0.3, late=0.3, late_by=5 * S, restarts=0.3,
-                                max_size=8, keys=sst.event_keys(count=8)))
-    def count(s):
-        lefts, rights = s.events_into("left"), s.events_into("right")
-        seen["orphan"] += any(r.key not in {lf.key for lf in lefts} for r in rights)
-        seen["outside"] += any(r.key == lf.key and r.timestamp - lf.timestamp == 3 * S
-                               for lf in lefts for r in rights)
-        seen["copy"] += len(set(s.events)) < len(s.events)
-        seen["late"] += any(b.timestamp < a.timestamp - 5 * S
-                            for i, a in enumerate(s.events) for b in s.events[i + 1:])
-        seen["restart"] += any(isinstance(step, Restart) for step in s.steps)
-        seen["batches"] += sum(isinstance(step, Pipe) and step.input == "left"
-                               for step in s.steps) > 1
 
-    count()
-    assert set(seen) == {"orphan", "outside", "copy", "late", "restart", "batches"}
-    assert min(seen.values()) >= 1, seen
+def orphan(s):
+    return any(r.key not in {lf.key for lf in s.events_into("left")}
+               for r in s.events_into("right"))
+
+
+def outside(s):
+    return any(r.key == lf.key and r.timestamp - lf.timestamp == 3 * S
+               for lf in s.events_into("left") for r in s.events_into("right"))
+
+
+def copy(s):
+    return len(set(s.events)) < len(s.events)
+
+
+def late(s):
+    return any(b.timestamp < a.timestamp - 5 * S
+               for i, a in enumerate(s.events) for b in s.events[i + 1:])
+
+
+def restarted(s):
+    return any(isinstance(step, Restart) for step in s.steps)
+
+
+def batches(s):
+    return sum(isinstance(step, Pipe) and step.input == "left" for step in s.steps) > 1
+
+
+@pytest.mark.parametrize("kind", [orphan, outside, copy, late, restarted, batches],
+                         ids=lambda kind: kind.__name__)
+def test_each_share_asked_for_comes_up(kind):
+    """A schedule with a right event with no left event of its key (orphans), one
+    beyond the range (outside), a copy (duplicates), an event more than late_by behind
+    one before it, a restart, several batches. (Found by generating only: how many
+    examples it takes varies with the constants hypothesis collects from the modules
+    loaded, so no count is asserted.)"""
+    find(STORIES, kind, settings=settings(max_examples=2000, database=None,
+                                          phases=[Phase.generate]))
 
 
 def test_a_shrunk_case_is_one_story_in_one_batch():
     """The least schedule whose right event meets its left one at the upper bound:
-    one left event, one right event 5 s after it, one trigger."""
+    one left event, one right event of its key 5 s after it, one trigger (usually at
+    the start time on key "a"; not always: the shrinker may stop at other times)."""
     model = StreamJoin(lower=0 * S, upper=5 * S)
     found = find(sst.joined_schedules(between=(0 * S, 5 * S), max_disorder=2 * S,
                                       late=0.2, duplicates=0.2, max_size=8),
                  lambda s: any(r["right_ts"] - r["left_ts"] == 5 * S
                                for b in simulate(s, model) for r in b.rows),
                  settings=FIND)
-    assert found == Schedule((Pipe((at(0),), input="left"),
-                              Pipe((at(5, value="y"),), input="right"), Tick(), Drain()))
+    (left,), (right,) = found.events_into("left"), found.events_into("right")
+    assert (right.key, right.timestamp - left.timestamp) == (left.key, 5 * S)
+    assert [type(step) for step in found.steps] == [Pipe, Pipe, Tick, Drain], str(found)
 
 
 def test_a_case_that_needs_the_watermark_moved_shrinks_to_its_three_events():
