@@ -2,8 +2,9 @@
 settings that suit Spark.
 
 Builders follow hypothesis' conventions: nouns, keyword-only options, arguments checked
-up front (``InvalidArgument``; the schema-driven :func:`rows` and :func:`row_events`
-raise :class:`~pyspark_streamtest.errors.InvalidArgumentError` and
+up front (``InvalidArgument``; the schema-driven :func:`rows` and :func:`row_events`,
+and :func:`joined_schedules`, raise
+:class:`~pyspark_streamtest.errors.InvalidArgumentError` and
 :class:`~pyspark_streamtest.errors.InvalidArgumentTypeError`), sub-strategies as
 parameters. Every random choice is drawn so that it *shrinks* towards the simple case:
 fewer events, in order, on time, no duplicates, no tombstones, plain values, fewer
@@ -12,7 +13,8 @@ batches, printed one step per line by :class:`~pyspark_streamtest.testing.model.
 
 :func:`events` draws one shape of record (string key and value); :func:`row_events`
 draws rows of your own schema (:func:`rows` one row). :func:`schedules` plays them into
-one input or, given a mapping, several. One runner pipes them:
+one input or, given a mapping, several; :func:`joined_schedules` draws a join's two
+inputs, the second's keys and times from the first's. One runner pipes them:
 :func:`run_schedule` on a driver you made, :func:`run_topology` and :func:`run_app` on
 a fresh driver of a topology or of a production job (``from_app``), with a cache.
 
