@@ -24,10 +24,10 @@ DOCUMENTED_MODULES = [
     "testing.model", "testing.invariants", "core.equality", "core.features", "core.records",
     "core.session", "core.time", "driver.topology", "driver.input_topic",
     "driver.output_topic", "gates.canned", "gates.cli", "gates.scenario",
-    "gates.scenario_file", "reporting.golden", "reporting.picture", "reporting.timeline",
+    "gates.scenario_file", "mutate", "reporting.golden", "reporting.picture", "reporting.timeline",
 ]
 # The package's floors from the top (pyproject.toml's first contract): each is a folder.
-ROOMS = ["plugin", "gates", "cluster", "reporting", "testing", "driver", "app", "kafka",
+ROOMS = ["plugin", "gates", "cluster", "mutate", "reporting", "testing", "driver", "app", "kafka",
          "state", "core", "_spark"]
 
 

@@ -39,6 +39,12 @@ streamtest_oracle = true
 streamtest_oracle_min_tests = 0
 streamtest_warm_jvm = off
 streamtest_connect = true
+streamtest_mutate = false
+streamtest_mutate_min_score = 80
+streamtest_mutate_max = 5
+streamtest_mutate_seed = 7
+streamtest_mutate_json = mutants.json
+streamtest_mutate_junit = mutants.xml
 """
 
 PYPROJECT = """
@@ -54,6 +60,12 @@ streamtest_oracle = true
 streamtest_oracle_min_tests = 0
 streamtest_warm_jvm = "on"
 streamtest_connect = true
+streamtest_mutate = false
+streamtest_mutate_min_score = "90"
+streamtest_mutate_max = 6
+streamtest_mutate_seed = 8
+streamtest_mutate_json = "m.json"
+streamtest_mutate_junit = "m.xml"
 """
 
 DEFAULTS = {
@@ -69,6 +81,12 @@ DEFAULTS = {
     "streamtest_oracle_min_tests": 0,
     "streamtest_warm_jvm": "auto",
     "streamtest_connect": False,
+    "streamtest_mutate": False,
+    "streamtest_mutate_min_score": None,
+    "streamtest_mutate_max": None,
+    "streamtest_mutate_seed": 0,
+    "streamtest_mutate_json": None,
+    "streamtest_mutate_junit": None,
 }
 
 
@@ -95,7 +113,9 @@ def test_every_option_has_the_prefix_and_an_ini_option():
         "--streamtest-ignore-option",
         "--streamtest-cpu-load", "--streamtest-timeline-dir", "--streamtest-durations",
         "--streamtest-update-golden", "--streamtest-oracle", "--streamtest-oracle-min-tests",
-        "--streamtest-warm-jvm", "--streamtest-connect",
+        "--streamtest-warm-jvm", "--streamtest-connect", "--streamtest-mutate",
+        "--streamtest-mutate-min-score", "--streamtest-mutate-max", "--streamtest-mutate-seed",
+        "--streamtest-mutate-json", "--streamtest-mutate-junit",
     }
     assert set(NAMES) == set(DEFAULTS)
 
@@ -134,6 +154,12 @@ def test_every_option_is_read_from_pytest_ini(pytester):
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "off",
         "streamtest_connect": True,
+        "streamtest_mutate": False,
+        "streamtest_mutate_min_score": "80",
+        "streamtest_mutate_max": 5,
+        "streamtest_mutate_seed": 7,
+        "streamtest_mutate_json": "mutants.json",
+        "streamtest_mutate_junit": "mutants.xml",
     }
 
 
@@ -152,6 +178,12 @@ def test_every_option_is_read_from_pyproject_toml(pytester):
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "on",
         "streamtest_connect": True,
+        "streamtest_mutate": False,
+        "streamtest_mutate_min_score": "90",
+        "streamtest_mutate_max": 6,
+        "streamtest_mutate_seed": 8,
+        "streamtest_mutate_json": "m.json",
+        "streamtest_mutate_junit": "m.xml",
     }
 
 
@@ -162,6 +194,9 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         "--streamtest-jvm-logs", "--streamtest-cpu-load=4", "--streamtest-timeline-dir=out",
         "--streamtest-durations=1", "--streamtest-update-golden", "--streamtest-oracle",
         "--streamtest-oracle-min-tests=0", "--streamtest-warm-jvm=on", "--streamtest-connect",
+        "--streamtest-mutate-min-score=70", "--streamtest-mutate-max=3",
+        "--streamtest-mutate-seed=1", "--streamtest-mutate-json=a.json",
+        "--streamtest-mutate-junit=a.xml",
     )
     assert values == {
         "streamtest_master": "local[3]",
@@ -177,6 +212,12 @@ def test_the_command_line_wins_over_the_ini_file(pytester):
         "streamtest_oracle_min_tests": 0,
         "streamtest_warm_jvm": "on",
         "streamtest_connect": True,
+        "streamtest_mutate": False,
+        "streamtest_mutate_min_score": "70",
+        "streamtest_mutate_max": 3,
+        "streamtest_mutate_seed": 1,
+        "streamtest_mutate_json": "a.json",
+        "streamtest_mutate_junit": "a.xml",
     }
 
 

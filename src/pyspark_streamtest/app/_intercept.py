@@ -43,6 +43,7 @@ def app_topology(app: App, settings: AppSettings) -> Callable[[Declarer], None]:
             _leave_out(run, settings.outputs)
 
     topology.__qualname__ = topology.__name__ = f"from_app({getattr(app, '__name__', app)})"
+    topology._streamtest_app = app  # type: ignore[attr-defined]  # the job, for build hooks
     return topology
 
 

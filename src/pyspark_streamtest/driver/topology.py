@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Literal
+from typing import Literal, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -38,6 +38,7 @@ from .._spark.query.late_rows import late_operators
 from .._spark.query.memory_stream import JsonMemoryStream
 from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts
 from .._spark.query.start import processing_time_ms
+from ..core._build_hook import build_hook
 from ..core._values import StructEncoder
 from ..errors import (
     TopologyError,
@@ -252,7 +253,7 @@ class Topology:
     def output(self, name: str, df: DataFrame, *, output_mode: OutputMode = "append") -> None:
         """Declare output ``name``: ``df`` runs as one streaming query in ``output_mode``
         (``"append"``, ``"update"`` or ``"complete"``, as in ``writeStream.outputMode``)."""
-        self._check_output(name, df, output_mode)
+        output_mode = self._check_output(name, df, output_mode)
         self._outputs[name] = (_OutputSpec(name, output_mode), df)
 
     def foreach_batch(
@@ -275,7 +276,7 @@ class Topology:
         can be read like any other; reading them is one extra Spark job per batch, before
         ``function`` is called. Tests usually assert on the function's side effects.
         """
-        self._check_output(name, df, output_mode)
+        output_mode = self._check_output(name, df, output_mode)
         if not callable(function):
             raise TopologyError(
                 f"output {name!r}: the foreachBatch function must be callable "
@@ -313,7 +314,7 @@ class Topology:
         :meth:`TopologyTestDriver.create_output_topic` and their names with
         :meth:`TopologyTestDriver.produced_topic_names`.
         """
-        self._check_output(name, df, output_mode)
+        output_mode = self._check_output(name, df, output_mode)
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise TopologyError(
                 f"kafka output {name!r}: partitions must be a positive int, got {partitions!r}"
@@ -323,7 +324,7 @@ class Topology:
         shaped, kafka = kafka_sink_frame(name, df, topic, partitions)
         self._outputs[name] = (_OutputSpec(name, output_mode, kafka), shaped)
 
-    def _check_output(self, name: str, df: DataFrame, output_mode: str) -> None:
+    def _check_output(self, name: str, df: DataFrame, output_mode: str) -> OutputMode:
         _check_name(name, "output")
         if name in self._outputs:
             raise TopologyError(f"output {name!r} is declared twice")
@@ -335,10 +336,12 @@ class Topology:
             raise TopologyError(
                 f"output {name!r} must be a DataFrame, got {type(df).__name__}"
             )
+        return cast(OutputMode, build_hook().output_mode(name, output_mode))
 
     def _set_trigger(self, name: str, interval_ms: int | None) -> None:
         """Give output ``name`` its query's own trigger interval (``from_app``)."""
         spec, df = self._outputs[name]
+        interval_ms = build_hook().trigger_ms(name, interval_ms)
         self._outputs[name] = (replace(spec, trigger_ms=interval_ms, from_app=True), df)
 
     def _leave_out_input(self, name: str, why: str) -> None:
@@ -459,7 +462,8 @@ def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
 def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
           link: ConnectLink | None) -> Topology:
     topology = Topology(spark, jvm, link)
-    function(topology)
+    with build_hook().building(function, spark):
+        function(topology)
     return topology
 
 

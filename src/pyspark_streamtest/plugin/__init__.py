@@ -103,6 +103,7 @@ from ._factory import DriverFactory
 from ._guards import pytest_fixture_setup as pytest_fixture_setup
 from ._guards import pytest_runtest_setup as pytest_runtest_setup
 from ._guards import pytest_runtest_teardown as pytest_runtest_teardown
+from ._mutate import register_mutation
 from ._options import add_options, resolve_options, setting
 from ._oracle import register_oracle
 from ._session import (
@@ -134,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
     resolve_options(config)
     register_durations(config)
     register_oracle(config)
+    register_mutation(config)
     install_session_defaults(config)
     config.addinivalue_line(
         "markers",

@@ -123,6 +123,36 @@ OPTIONS: tuple[Option, ...] = (
         help="With --streamtest-oracle: fail the run if fewer than N tests compared at "
         "least one batch (default: 0).",
     ),
+    Option(
+        "--streamtest-mutate", "bool", False,
+        help="Mutation testing: after the tests pass, run them again once per mutant of "
+        "the streaming decisions their topologies make (watermark delays, windows, join "
+        "bounds and types, output modes, dedup keys, triggers, filter bounds) and "
+        "report the mutants no test noticed (default: off).",
+    ),
+    Option(
+        "--streamtest-mutate-min-score", "string", None, metavar="PERCENT",
+        help="With --streamtest-mutate: fail the run if killed / (killed + survived) is "
+        "below PERCENT (default: no minimum).",
+    ),
+    Option(
+        "--streamtest-mutate-max", "int", None, metavar="N",
+        help="With --streamtest-mutate: run at most N mutants, a sample drawn with "
+        "--streamtest-mutate-seed (default: all).",
+    ),
+    Option(
+        "--streamtest-mutate-seed", "int", 0, metavar="N",
+        help="The seed of the --streamtest-mutate-max sample (default: 0).",
+    ),
+    Option(
+        "--streamtest-mutate-json", "string", None, metavar="PATH",
+        help="With --streamtest-mutate: write every mutant's fate as JSON to PATH.",
+    ),
+    Option(
+        "--streamtest-mutate-junit", "string", None, metavar="PATH",
+        help="With --streamtest-mutate: write a JUnit XML report to PATH, a test case "
+        "per mutant (a survivor fails, an invalid mutant is skipped).",
+    ),
 )
 
 _BY_NAME = {option.name: option for option in OPTIONS}

@@ -1,0 +1,141 @@
+"""The mutation report: on the terminal, as JSON and as JUnit XML. It renders results
+and decides nothing."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import hide_our_frames
+from ._results import MutantResult, Score
+
+__tracebackhide__ = hide_our_frames
+
+_HINTS = {
+    "watermark": "no test checks when the watermark closes a window, drops a late record "
+                 "or lets state go",
+    "window": "no test puts a record at a window's edge, where a window of another size "
+              "would count it elsewhere",
+    "session gap": "no test pipes two records just inside and just outside the session gap",
+    "join bound": "no test pipes a pair of records at the edge of the join's time range",
+    "join strictness": "no test pipes a pair of records exactly on the join's bound",
+    "join type": "no test checks what becomes of a row that finds no match",
+    "output mode": "no test checks when rows come out (append: once, when final; update: "
+                   "at every change)",
+    "dedup key": "no test pipes two records that differ only in the dropped key",
+    "dedup kind": "no test checks how long a duplicate's key is remembered",
+    "trigger": "no test checks which records share a micro-batch",
+    "filter": "no test pipes a record exactly on the filter's boundary",
+    "timeout": "no test checks when a state's timeout fires",
+}
+
+
+def hint(result: MutantResult) -> str:
+    """What the survivor says about the tests, in a few words."""
+    return _HINTS.get(result.mutant.kind, "no test tells the two apart")
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run was: mutants found before the sample, the sample's size and seed,
+    the seconds the mutants' tests took (summed as pytest measured them) and the
+    mutation phase's wall time, per process summed."""
+
+    found: int
+    sampled: int | None
+    seed: int
+    test_seconds: float
+    phase_seconds: float
+    min_score: float | None = None
+
+
+def _score_text(score: Score) -> str:
+    percent = score.percent
+    shown = "no mutant counted" if percent is None else f"score {percent:.1f} %"
+    extra = f", {score.unreached} unreached" if score.unreached else ""
+    return (f"{score.made} mutants, {score.invalid} invalid{extra}, {score.killed} killed, "
+            f"{score.survived} survived: {shown}")
+
+
+def terminal_lines(results: Sequence[MutantResult], facts: RunFacts, *,
+                   verbose: bool = False) -> list[str]:
+    """The report as lines: per topology its score and survivors, then the run's."""
+    lines: list[str] = []
+    topologies: dict[str, list[MutantResult]] = {}
+    for result in results:
+        topologies.setdefault(result.mutant.site.topology, []).append(result)
+    for topology, group in topologies.items():
+        lines.append(f"{topology}: {_score_text(Score.of(group))}")
+        for result in group:
+            if result.status == "survived" or (verbose and result.status != "killed"):
+                lines.extend(_mutant_lines(result))
+    overall = Score.of(results)
+    sample = (f" (a sample of {facts.sampled} of {facts.found}, seed {facts.seed})"
+              if facts.sampled is not None and facts.sampled < facts.found else "")
+    lines.append(f"overall{sample}: {_score_text(overall)}"
+                 + (f" (minimum {facts.min_score:g} %)" if facts.min_score is not None
+                    else ""))
+    if facts.test_seconds:
+        lines.append(f"cost: the mutants' tests took {facts.test_seconds:.1f} s, the mutation "
+                     f"phase {facts.phase_seconds:.1f} s: "
+                     f"{facts.phase_seconds / facts.test_seconds:.2f}x")
+    return lines
+
+
+def _mutant_lines(result: MutantResult) -> list[str]:
+    mutant = result.mutant
+    out = [f"  {result.status:<9} {mutant.site.where}  {mutant.description}"]
+    if mutant.code:
+        out.append(f"            code: {mutant.code}")
+    tests = ", ".join(t.rsplit("::", 1)[-1] for t in result.tests) or "none"
+    out.append(f"            tests: {tests}")
+    if result.status == "survived":
+        out.append(f"            {hint(result)}")
+    elif result.reason:
+        out.append(f"            {result.reason}")
+    return out
+
+
+def to_json(results: Sequence[MutantResult], facts: RunFacts) -> str:
+    """The report as a JSON document: every mutant with its fate, and the scores."""
+    overall = Score.of(results)
+    document: dict[str, Any] = {
+        "score": overall.percent,
+        "counts": vars(overall),
+        "found": facts.found, "sampled": facts.sampled, "seed": facts.seed,
+        "min_score": facts.min_score,
+        "test_seconds": round(facts.test_seconds, 3),
+        "phase_seconds": round(facts.phase_seconds, 3),
+        "mutants": [dict(r.to_json(), hint=hint(r) if r.status == "survived" else None)
+                    for r in results],
+    }
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def to_junit(results: Sequence[MutantResult], facts: RunFacts | None = None) -> str:
+    """The report as JUnit XML: a test case per mutant (classname: its topology); a
+    survivor is a failure, an invalid or unreached mutant is skipped."""
+    score = Score.of(results)
+    suite = ET.Element("testsuite", name="streamtest-mutation", tests=str(score.made),
+                       failures=str(score.survived),
+                       skipped=str(score.invalid + score.unreached),
+                       errors="0", time=f"{sum(r.seconds for r in results):.3f}")
+    for result in results:
+        mutant = result.mutant
+        case = ET.SubElement(suite, "testcase", classname=mutant.site.topology,
+                             name=f"{mutant.site.where} {mutant.description}",
+                             time=f"{result.seconds:.3f}")
+        tests = ", ".join(result.tests)
+        if result.status == "survived":
+            failure = ET.SubElement(case, "failure", message=f"survived: {hint(result)}")
+            failure.text = f"{mutant.code}\ntests: {tests}"
+        elif result.status in ("invalid", "unreached"):
+            ET.SubElement(case, "skipped", message=f"{result.status}: {result.reason}")
+        else:
+            ET.SubElement(case, "system-out").text = f"killed by {result.by}: {result.reason}"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
