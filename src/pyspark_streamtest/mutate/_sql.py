@@ -53,16 +53,21 @@ def spots(text: str) -> list[Spot]:
         c = text[i]
         if c in "'\"`":
             end = text.find(c, i + 1)
-            while end != -1 and text[end - 1] == "\\" and c != "`":
+            while end != -1 and c != "`" and _escaped(text, end):
                 end = text.find(c, end + 1)
             i = n if end == -1 else end + 1
             continue
         if c in "<>":
             two = text[i:i + 2]
-            three = text[i:i + 3]
-            before = text[i - 1] if i else ""
-            if three == "<=>" or two == "<>" or before in "=-!":
-                i += 3 if three == "<=>" else 2
+            if text[i:i + 3] == "<=>" or two == "<>":  # null-safe equal, not equal
+                i += 3 if two == "<=" else 2
+                continue
+            if two in ("<<", ">>"):  # shifts (Spark 4): <<, >>, >>>
+                while i < n and text[i] == c:
+                    i += 1
+                continue
+            if i and text[i - 1] in "=-!":  # =>, ->, and !> (<=) / !< (>=)
+                i += 1
                 continue
             op = two if two in ("<=", ">=") else c
             found.append(Spot("compare", i, i + len(op), op))
@@ -79,6 +84,15 @@ def spots(text: str) -> list[Spot]:
                 continue
         i += 1
     return found
+
+
+def _escaped(text: str, index: int) -> bool:
+    """Whether the quote at ``index`` is escaped: an odd number of backslashes before
+    it (two in a row are one backslash, escaped)."""
+    backslashes = 0
+    while index - backslashes - 1 >= 0 and text[index - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
 
 
 def replaced(text: str, spot: Spot, piece: str) -> str:
