@@ -67,13 +67,16 @@ class MutantResult:
 
 def classify(error: BaseException | None) -> tuple[Status, str]:
     """``invalid`` if ``error`` (or what caused it) is Spark or the driver refusing the
-    query, else ``killed``; and the failure's first line."""
+    query, else ``killed``; and the failure's first line (for a failed batch Spark
+    refused, the line of Spark's error that says why)."""
     for link in _chain(error):
         if isinstance(link, TopologyError) or _is_refusal(link):
             return "invalid", _first_line(link)
-        if isinstance(link, StreamingQueryFailedError) and any(
-                text in link.cause for text in _REFUSALS):
-            return "invalid", _first_line(link)
+        if isinstance(link, StreamingQueryFailedError):
+            refusal = next((line.strip() for line in link.cause.splitlines()
+                            if any(text in line for text in _REFUSALS)), None)
+            if refusal is not None:
+                return "invalid", f"{type(link).__name__}: {refusal}"[:300]
     return "killed", _first_line(error) if error is not None else "the test failed"
 
 
