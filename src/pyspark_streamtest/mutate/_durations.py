@@ -1,6 +1,8 @@
 """Spark's duration strings (``"10 seconds"``, ``"1 hour 30 minutes"``,
 ``"interval 500 milliseconds"``) read exactly, changed by a unit, and written back in
-the units they were written in.
+the smallest unit they were written in (``"1 hour 30 minutes"`` doubled is ``"180
+minutes"``), or a smaller one where the amount does not divide (``"1 second"`` halved is
+``"500 milliseconds"``).
 
 "One unit" is one of the smallest unit the string names (``"10 minutes"`` → 9 and 11
 minutes), except for a single unit, where it is one of the next smaller unit
@@ -44,8 +46,10 @@ class Duration:
     unit: str
 
     def render(self) -> str:
-        """Written in ``unit`` (or a smaller unit where it does not divide), with the
-        larger units Spark reads folded in only when the original used them too."""
+        """Written in ``unit``, or in the largest smaller unit that divides it where
+        ``unit`` does not; one unit only, never folded into larger ones (``"90
+        minutes"``, not ``"1 hour 30 minutes"``). Spark reads either as the same
+        duration."""
         unit = self.unit
         while self.micros % _MICROS[unit]:
             unit = _SMALLER[unit]
