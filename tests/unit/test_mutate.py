@@ -4,8 +4,11 @@ reports (terminal, JSON, JUnit)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -20,6 +23,7 @@ from pyspark_streamtest.mutate import Mutant, MutantResult, Score, Site
 from pyspark_streamtest.mutate._durations import Duration, changed, from_millis, parse_duration
 from pyspark_streamtest.mutate._report import RunFacts, hint, terminal_lines, to_json, to_junit
 from pyspark_streamtest.mutate._results import classify, merge
+from pyspark_streamtest.mutate._sites import is_users, users_frame
 from pyspark_streamtest.mutate._sql import Spot, replaced, spots
 
 US = 1
@@ -330,6 +334,36 @@ def test_a_mutant_round_trips_through_json():
     del data["code"]
     assert Mutant.from_json(data) == Mutant(SITE, "double", "watermark", DOUBLE.original,
                                             DOUBLE.replacement)
+
+
+@pytest.mark.parametrize(
+    ("path", "users"),
+    [
+        ("/home/me/project/jobs/windows_job.py", True),
+        ("/usr/local/lib/python3.11/site-packages/my_jobs/windows_job.py", True),
+        ("/usr/local/lib/python3.11/dist-packages/my_jobs/windows_job.py", True),
+        ("/usr/local/lib/python3.11/contextlib.py", False),
+        ("/usr/local/lib/python3.11/importlib/__init__.py", False),
+        ("/usr/local/lib/python3.11/site-packages.py", False),
+    ],
+    ids=["project", "installed-under-the-stdlib", "debian-installed", "stdlib-module",
+         "stdlib-package", "a-file-named-site-packages"],
+)
+def test_the_user_s_code_is_what_is_not_ours_pyspark_s_or_the_standard_library_s(path, users):
+    assert is_users(path, stdlib="/usr/local/lib/python3.11/") is users
+
+
+def test_ours_and_pyspark_s_files_are_not_the_user_s_and_a_test_file_is():
+    import pyspark.sql.functions
+
+    import pyspark_streamtest.mutate._intercept as intercept
+
+    assert not is_users(os.path.abspath(intercept.__file__))
+    assert not is_users(os.path.abspath(pyspark.sql.functions.__file__))
+    assert not is_users(os.path.abspath(contextlib.__file__))
+    here = users_frame(os.path.dirname(__file__)), sys._getframe().f_lineno
+    assert here == (("test_mutate.py", here[1], "here = users_frame(os.path.dirname(__file__)), "
+                     "sys._getframe().f_lineno"), here[1])
 
 
 # --- results ------------------------------------------------------------------------------------

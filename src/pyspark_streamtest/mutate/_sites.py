@@ -18,12 +18,16 @@ from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
-# Frames in these folders are not the user's: PySpark, Py4J, this package, the standard
-# library's contextlib/functools.
+# Frames in these folders are not the user's: this package, PySpark, and the standard
+# library (contextlib, functools) but for the packages installed inside it, as a Python
+# without a venv has them (/usr/local/lib/python3.11/site-packages): a job installed
+# there is the user's.
 _NOT_USERS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
-    for path in (os.path.dirname(__file__), pyspark.__file__, os.__file__)
+    for path in (os.path.dirname(__file__), pyspark.__file__)
 )
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_INSTALLED = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True, order=True)
@@ -102,11 +106,22 @@ def users_frame(root: str) -> tuple[str, int, str]:
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_NOT_USERS) and not frame.f_code.co_filename.startswith("<"):
+        if is_users(path) and not frame.f_code.co_filename.startswith("<"):
             code = linecache.getline(path, frame.f_lineno).strip()
             return _relative(path, root), frame.f_lineno, code
         frame = frame.f_back
     return "<unknown>", 0, ""
+
+
+def is_users(path: str, *, stdlib: str = _STDLIB) -> bool:
+    """Whether the file at ``path`` (absolute) is the user's code: not this package's,
+    not PySpark's, not the standard library's (a package installed under the standard
+    library's folder is not the standard library)."""
+    if path.startswith(_NOT_USERS):
+        return False
+    if path.startswith(stdlib):
+        return any(folder in _INSTALLED for folder in path[len(stdlib):].split(os.sep)[:-1])
+    return True
 
 
 def _relative(path: str, root: str) -> str:
