@@ -602,7 +602,7 @@ def test_the_overall_line_tells_a_sample_and_the_minimum(facts, overall):
 def test_the_json_report_carries_every_mutant_its_fate_the_counts_and_hints():
     document = json.loads(to_json(RESULTS, RunFacts(8, 5, 3, 6.0, 6.6, min_score=50.0)))
     assert document["counts"] == {"made": 5, "killed": 1, "survived": 2, "invalid": 1,
-                                  "unreached": 1}
+                                  "unreached": 1, "errors": 0}
     assert document["score"] == pytest.approx(100 / 3)
     assert (document["found"], document["sampled"], document["seed"]) == (8, 5, 3)
     assert (document["min_score"], document["test_seconds"], document["phase_seconds"]) == (

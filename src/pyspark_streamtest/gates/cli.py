@@ -23,6 +23,11 @@
     A Spark standalone cluster on 127.0.0.1 (:mod:`pyspark_streamtest.cluster`): ``start``
     prints the master's URL for ``--streamtest-master`` once every worker has
     registered; ``stop`` stops exactly the processes ``start`` started.
+``mutate [PYTEST_ARG...]``
+    Run pytest with ``--streamtest-mutate`` and the arguments that follow (test paths,
+    ``-n 2``, ``--streamtest-mutate-min-score 80``...): the tests, then each mutant of
+    the streaming decisions they build (see ``docs/how-to/mutation-testing.md``). Exit
+    status: pytest's.
 ``warm-jvm list`` / ``stop [--in-use]`` (``--all-projects``)
     The warm JVMs pytest runs of this folder's project left for the next runs
     (``--streamtest-warm-jvm``): list them, or end those no run is using (``--in-use``:
@@ -82,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="busy processes competing for the CPU meanwhile (default 0)")
     gate.add_argument("--topology", metavar="MODULE:FUNCTION",
                       help="the topology function (overrides the files' 'topology')")
+    mutate = commands.add_parser(
+        "mutate", help="run pytest with --streamtest-mutate and the arguments that follow")
+    mutate.add_argument("pytest_args", nargs="*", metavar="PYTEST_ARG",
+                        help="pytest's arguments: test paths and options")
     _cluster_parser(commands)
     warm = commands.add_parser(
         "warm-jvm", help="list or end the warm Spark JVMs pytest runs left for the next runs")
@@ -167,8 +176,14 @@ def _cluster(args: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["mutate"] and not {"-h", "--help"} & set(arguments[1:2]):
+        # pytest's options pass through as they are (argparse would take them as ours)
+        import pytest
+
+        return int(pytest.main(["--streamtest-mutate", *arguments[1:]]))
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.command == "demo":
         from ._demo import run_demo
 

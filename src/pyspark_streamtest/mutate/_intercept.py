@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -28,8 +27,10 @@ from typing import Any
 from ..core._build_hook import BuildHook
 from ..errors import hide_our_frames
 from ._durations import changed, from_millis, parse_duration
+from ._patching import rebind, replaced_attribute, retitled, unpatched
 from ._sites import Mutant, Site, show, users_frame
 from ._sql import replaced, spots
+from ._stateful import OPERATORS, Change, ChangedProcessor, TimedFunction, sets_times
 
 __tracebackhide__ = hide_our_frames
 
@@ -179,22 +180,29 @@ class Mutator(BuildHook):
         for name, make in methods.items():
             original = getattr(frame_class, name, None)
             if original is not None:
-                restore.enter_context(_replaced(frame_class, name, self._guarded(
+                restore.enter_context(replaced_attribute(frame_class, name, self._guarded(
                     original, make(original, frame_class))))
         comparisons = {name: getattr(column_class, name) for name in _FLIP}
         for name in _FLIP:
-            restore.enter_context(_replaced(column_class, name, self._compare(
+            restore.enter_context(replaced_attribute(column_class, name, self._compare(
                 name, comparisons)))
         for name in _CARRY:
             original = getattr(column_class, name, None)
             if original is not None:
-                restore.enter_context(_replaced(column_class, name, self._carry(original)))
+                restore.enter_context(replaced_attribute(column_class, name, self._carry(original)))
+        grouped_class = type(spark.range(0).groupBy("id"))
+        for name in ("applyInPandasWithState", "transformWithState",
+                     "transformWithStateInPandas"):
+            original = getattr(grouped_class, name, None)
+            if original is not None:
+                restore.enter_context(replaced_attribute(grouped_class, name, self._guarded(
+                    original, self._stateful(name, original))))
         for name, make_function in (("window", self._window),
                                     ("session_window", self._session_window),
                                     ("expr", self._expr)):
             original = getattr(functions, name, None)
             if original is not None:
-                _rebind(restore, original, self._guarded(original, make_function(original)),
+                rebind(restore, original, self._guarded(original, make_function(original)),
                         self.root)
 
     def _with_watermark(self, original: Callable[..., Any], _: type) -> Callable[..., Any]:
@@ -225,8 +233,10 @@ class Mutator(BuildHook):
                 duration = parse_duration(value)
                 if duration is None:
                     continue
+                named = "slide " if part == "slideDuration" else (
+                    "duration " if bound.arguments.get("slideDuration") else "")
                 candidates: list[Candidate] = [
-                    (name, "window", show(new.render()), new.render())
+                    (name, "window", named + show(new.render()), new.render())
                     for name, new in changed(duration)]
                 mutants = self._offer("window", part, f"window({shown})", candidates,
                                       occurrence, where)
@@ -252,6 +262,40 @@ class Mutator(BuildHook):
             return original(timeColumn, gap)
 
         return session_window
+
+    def _stateful(self, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(original)
+        first = list(signature.parameters)[1]  # func, or statefulProcessor
+
+        def stateful(grouped: Any, *args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(grouped, *args, **kwargs)
+            given = bound.arguments[first]
+            if api == "applyInPandasWithState":
+                kinds = sets_times(given) & {"timeout"}
+                label = getattr(given, "__name__", "func")
+            else:
+                kinds = sets_times(type(given)) & {"ttl", "timers"}
+                label = f"{type(given).__name__}()"
+            event_time = str(bound.arguments.get("timeMode", "")).lower() == "eventtime"
+            occurrence, where = self._count(api)
+            for what in sorted(kinds):
+                noun = {"timeout": "each timeout", "ttl": "each TTL",
+                        "timers": "each timer's delay"}[what]
+                candidates: list[Candidate] = [
+                    (f"{noun} {operator}", {"timers": "timer"}.get(what, what),
+                     f"{noun} {'doubled' if operator == 'double' else operator}", operator)
+                    for operator in OPERATORS]
+                mutants = self._offer(api, what, f"{api}({label}, ...)", candidates,
+                                      occurrence, where)
+                self._record(mutants)
+                chosen = self._chosen(mutants, candidates)
+                if chosen is not _KEEP:
+                    bound.arguments[first] = (
+                        TimedFunction(given, Change(chosen)) if what == "timeout" else
+                        ChangedProcessor(given, Change(chosen), what, event_time))
+            return original(*bound.args, **bound.kwargs)
+
+        return stateful
 
     def _expr(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def expr(text: Any) -> Any:
@@ -337,7 +381,7 @@ class Mutator(BuildHook):
         conditions = condition if isinstance(condition, (list, tuple)) else [condition]
         for part in conditions:
             self._record(tuple(
-                _retitled(m, kind) for m in self._carried(part)))
+                retitled(m, kind) for m in self._carried(part)))
 
     def _join(self, original: Callable[..., Any], _: type) -> Callable[..., Any]:
         signature = inspect.signature(original)
@@ -366,7 +410,7 @@ class Mutator(BuildHook):
             def where(df: Any, condition: Any) -> Any:
                 if isinstance(condition, str):
                     mutants, new_text = self._text_mutants(api, condition)
-                    self._record(tuple(_retitled(m, "filter") for m in mutants))
+                    self._record(tuple(retitled(m, "filter") for m in mutants))
                     return original(df, new_text)
                 self._reach(condition, "filter")
                 return original(df, condition)
@@ -388,7 +432,7 @@ class Mutator(BuildHook):
                 if keys:
                     candidates: list[Candidate] = [
                         (f"key {show(key)} dropped", "dedup key",
-                         f"{api}({show([k for k in keys if k != key])})",
+                         f"{api}({show([k for k in keys if k != key]) if len(keys) > 1 else ''})",
                          [k for k in keys if k != key] or None)
                         for key in keys]
                     mutants = self._offer(api, "subset", shown, candidates, occurrence, where)
@@ -403,7 +447,7 @@ class Mutator(BuildHook):
                     mutants = self._offer(api, "kind", shown, candidates, occurrence, where)
                     self._record(mutants)
                     if self._chosen(mutants, candidates) is not _KEEP:
-                        return _unpatched(swap)(df, subset)
+                        return unpatched(swap)(df, subset)
                 return original(df, subset)
 
             return dedup
@@ -412,56 +456,3 @@ class Mutator(BuildHook):
 
 
 _KEEP = object()
-
-
-def _unpatched(method: Callable[..., Any]) -> Callable[..., Any]:
-    return getattr(method, "__wrapped_original__", method)
-
-
-def _retitled(mutant: Mutant, reached: str) -> Mutant:
-    """A carried mutant named for what its column reached: a comparison or interval of a
-    join condition is a join bound, of a filter a filter bound."""
-    kind = ("join bound" if reached == "join" else "filter") if mutant.kind in (
-        "comparison", "join bound") else mutant.kind
-    if kind == "join bound" and mutant.kind == "comparison":
-        kind = "join strictness"
-    return Mutant(mutant.site, mutant.operator, kind, mutant.original, mutant.replacement,
-                  mutant.code)
-
-
-@contextmanager
-def _replaced(owner: type, name: str, value: object) -> Iterator[None]:
-    had_own = name in owner.__dict__
-    old = owner.__dict__.get(name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        if had_own:
-            setattr(owner, name, old)
-        else:
-            delattr(owner, name)
-
-
-def _rebind(restore: ExitStack, original: object, replacement: object, root: str) -> None:
-    """Replace ``original`` wherever a module binds it: PySpark's functions modules, and
-    the user's modules under ``root`` (``from pyspark.sql.functions import window``)."""
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None) or ""
-        name = getattr(module, "__name__", "")
-        if not (name.startswith("pyspark.sql.functions")
-                or (path.startswith(root) and "site-packages" not in path)):
-            continue
-        for key, value in list(vars(module).items()):
-            if value is original:
-                restore.enter_context(_bound(module, key, replacement))
-
-
-@contextmanager
-def _bound(module: Any, key: str, value: object) -> Iterator[None]:
-    old = getattr(module, key)
-    setattr(module, key, value)
-    try:
-        yield
-    finally:
-        setattr(module, key, old)

@@ -30,6 +30,8 @@ _HINTS = {
     "trigger": "no test checks which records share a micro-batch",
     "filter": "no test pipes a record exactly on the filter's boundary",
     "timeout": "no test checks when a state's timeout fires",
+    "ttl": "no test checks when a state's TTL lets it go",
+    "timer": "no test checks when a timer fires",
 }
 
 
@@ -55,7 +57,8 @@ class RunFacts:
 def _score_text(score: Score) -> str:
     percent = score.percent
     shown = "no mutant counted" if percent is None else f"score {percent:.1f} %"
-    extra = f", {score.unreached} unreached" if score.unreached else ""
+    extra = (f", {score.unreached} unreached" if score.unreached else "") + (
+        f", {score.errors} in error" if score.errors else "")
     return (f"{score.made} mutants, {score.invalid} invalid{extra}, {score.killed} killed, "
             f"{score.survived} survived: {shown}")
 
@@ -122,7 +125,7 @@ def to_junit(results: Sequence[MutantResult], facts: RunFacts | None = None) -> 
     suite = ET.Element("testsuite", name="streamtest-mutation", tests=str(score.made),
                        failures=str(score.survived),
                        skipped=str(score.invalid + score.unreached),
-                       errors="0", time=f"{sum(r.seconds for r in results):.3f}")
+                       errors=str(score.errors), time=f"{sum(r.seconds for r in results):.3f}")
     for result in results:
         mutant = result.mutant
         case = ET.SubElement(suite, "testcase", classname=mutant.site.topology,
@@ -132,6 +135,8 @@ def to_junit(results: Sequence[MutantResult], facts: RunFacts | None = None) -> 
         if result.status == "survived":
             failure = ET.SubElement(case, "failure", message=f"survived: {hint(result)}")
             failure.text = f"{mutant.code}\ntests: {tests}"
+        elif result.status == "error":
+            ET.SubElement(case, "error", message=f"error: {result.reason}")
         elif result.status in ("invalid", "unreached"):
             ET.SubElement(case, "skipped", message=f"{result.status}: {result.reason}")
         else:

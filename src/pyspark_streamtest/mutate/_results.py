@@ -5,8 +5,10 @@ when every such test passes, is **invalid** when Spark (or the driver) refuses t
 changed query, when it starts or in its first batch (an update-mode session window, an
 outer join without a watermark, ``MULTIPLE_EVENT_TIME_COLUMNS``...), and is
 **unreached** when its tests no longer made the call it changes (a test that builds
-its topology only sometimes). Invalid and unreached mutants are not counted: the score
-is killed / (killed + survived).
+its topology only sometimes), and ends in **error** when its test failed for the
+harness (:class:`~pyspark_streamtest.errors.SparkInfrastructureError`: an overloaded
+machine, a lost channel), which says nothing of the mutant. Invalid, unreached and
+error mutants are not counted: the score is killed / (killed + survived).
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import StreamingQueryFailedError, TopologyError, hide_our_frames
+from ..errors import (
+    SparkInfrastructureError,
+    StreamingQueryFailedError,
+    TopologyError,
+    hide_our_frames,
+)
 from ._sites import Mutant
 
 __tracebackhide__ = hide_our_frames
 
-Status = Literal["killed", "survived", "invalid", "unreached"]
-_RANK: dict[str, int] = {"killed": 3, "invalid": 2, "survived": 1, "unreached": 0}
+Status = Literal["killed", "survived", "invalid", "unreached", "error"]
+_RANK: dict[str, int] = {"killed": 4, "invalid": 3, "error": 2, "survived": 1, "unreached": 0}
 
 # Texts of Spark's refusals of a query, as a failed batch's cause carries them.
 _REFUSALS = (
@@ -66,10 +73,13 @@ class MutantResult:
 
 
 def classify(error: BaseException | None) -> tuple[Status, str]:
-    """``invalid`` if ``error`` (or what caused it) is Spark or the driver refusing the
-    query, else ``killed``; and the failure's first line (for a failed batch Spark
-    refused, the line of Spark's error that says why)."""
+    """``error`` if ``error`` (or what caused it) is the harness failing, ``invalid`` if
+    it is Spark or the driver refusing the query, else ``killed``; and the failure's
+    first line (for a failed batch Spark refused, the line of Spark's error that says
+    why)."""
     for link in _chain(error):
+        if isinstance(link, SparkInfrastructureError):
+            return "error", _first_line(link)
         if isinstance(link, TopologyError) or _is_refusal(link):
             return "invalid", _first_line(link)
         if isinstance(link, StreamingQueryFailedError):
@@ -110,6 +120,7 @@ class Score:
     survived: int
     invalid: int
     unreached: int
+    errors: int = 0
 
     @property
     def percent(self) -> float | None:
@@ -122,7 +133,8 @@ class Score:
         """The counts of ``results``."""
         statuses = [r.status for r in results]
         return cls(len(statuses), statuses.count("killed"), statuses.count("survived"),
-                   statuses.count("invalid"), statuses.count("unreached"))
+                   statuses.count("invalid"), statuses.count("unreached"),
+                   statuses.count("error"))
 
 
 def merge(results: Iterable[MutantResult]) -> list[MutantResult]:

@@ -153,9 +153,16 @@ class Mutation:
             self._facts["sampled"] = len(chosen)
         mine = sorted(self.mutator.found[i] for i in chosen if i in found)
         results = []
-        for mutant in mine:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not hasattr(self._config, "workerinput"):
+            reporter.section(f"streamtest mutation: {len(mine)} mutants", sep="-")
+        for number, mutant in enumerate(mine, start=1):
             tests = [self._items[t] for t, ids in passed.items() if mutant.id in ids]
             results.append(self._run(mutant, tests))
+            if reporter is not None and not hasattr(self._config, "workerinput"):
+                reporter.write_line(  # one line per mutant: a long phase shows its way
+                    f"{number}/{len(mine)} {results[-1].status:<9} {mutant.site.where}  "
+                    f"{mutant.description}")
             if session.shouldstop:
                 break
         self._results = merge(results)
