@@ -10,8 +10,9 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,16 @@ from pyspark_streamtest import (
 from pyspark_streamtest._spark.alone import AloneQuery
 from pyspark_streamtest._spark.jvm import Jvm
 from pyspark_streamtest.driver import _twin
-from tests.helpers import T0
+from pyspark_streamtest.testing.strategies import (
+    Drain,
+    Event,
+    EventRow,
+    Pipe,
+    Schedule,
+    Tick,
+    run_schedule,
+)
+from tests.helpers import T0, at
 
 Files = Sequence[tuple[str, str | bytes]]
 """(file name, contents) landed in one step."""
@@ -456,8 +466,20 @@ def test_rate_limits_are_spark_s_on_a_landing_input_and_refused_on_a_piped_one(
     assert topology_driver.from_app(job, land_files=True).input_names == ("events",)
 
 
-def test_no_landing_directory_is_left_by_a_build_that_fails(topology_driver, spark):
-    jvm_roots = set(_landing_roots())
+def test_no_landing_directory_is_left_by_a_build_that_fails(topology_driver, spark,
+                                                            monkeypatch):
+    """The landing folders this build made are gone (those of this process only: other
+    workers and Spark runs beside this one land files in the same temporary root)."""
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(*args, **kwargs):
+        folder = mkdtemp(*args, **kwargs)
+        if os.path.basename(folder).startswith("pyspark-streamtest-landing-"):
+            made.append(folder)
+        return folder
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
 
     def broken(t: Topology) -> None:
         t.file_input("x", format="json", schema=JSON)
@@ -465,10 +487,65 @@ def test_no_landing_directory_is_left_by_a_build_that_fails(topology_driver, spa
 
     with pytest.raises(TopologyError, match="Spark refused the reader"):
         TopologyTestDriver(broken, spark=spark)
-    assert set(_landing_roots()) == jvm_roots
+    assert len(made) == 1 and not os.path.exists(made[0])
 
 
-def _landing_roots() -> list[str]:
-    roots = [r for r in ("/dev/shm", os.environ.get("TMPDIR", "/tmp")) if os.path.isdir(r)]
-    return [os.path.join(root, name) for root in roots for name in os.listdir(root)
-            if name.startswith("pyspark-streamtest-landing-")]
+# --- schedules played into a file input ----------------------------------------------
+def landed_rows(t: Topology) -> None:
+    t.output("parsed", t.file_input("landed", format="json",
+                                    schema="key STRING, n INT, ts TIMESTAMP",
+                                    options={"mode": "DROPMALFORMED"}))
+
+
+def test_a_schedule_lands_each_step_s_events_as_one_file_of_json_lines(topology_driver):
+    """run_schedule lands a step's events for a file input as one file, a row that
+    holds its time as one JSON line, which Spark's reader parses at the next trigger."""
+    def row(key: str, n: int, seconds: int) -> Event:
+        return Event(key, EventRow({"key": key, "n": n, "ts": at(seconds)}, time_column="ts"),
+                     at(seconds))
+
+    schedule = Schedule((Pipe((row("a", 1, 1), row("b", 2, 2)), input="landed"), Tick(),
+                         Pipe((row("a", 3, 3),), input="landed"), Tick(), Drain()))
+    batches = run_schedule(topology_driver(landed_rows), schedule, input=None,
+                           output="parsed")
+    assert [[(r.key, r.value) for r in b.input_records] for b in batches] == [
+        [("part-00000.json", '{"key":"a","n":1,"ts":"2024-01-01T00:00:01+00:00"}\n'
+                             '{"key":"b","n":2,"ts":"2024-01-01T00:00:02+00:00"}\n')],
+        [("part-00001.json", '{"key":"a","n":3,"ts":"2024-01-01T00:00:03+00:00"}\n')]]
+    assert [rows_of(b.output_values) for b in batches] == [
+        [{"key": "a", "n": 1, "ts": at(1)}, {"key": "b", "n": 2, "ts": at(2)}],
+        [{"key": "a", "n": 3, "ts": at(3)}]]
+
+
+def test_to_record_gives_a_file_input_its_lines_a_str_as_it_is(topology_driver):
+    """to_record's value is the line: a dict as JSON, a str as it is (a malformed line,
+    which the reader's DROPMALFORMED drops); the record's key and time are not used."""
+    def line(event: Event) -> tuple[str, object, datetime]:
+        if event.value == "broken":
+            return "ignored", '{"key": "x", "n": ', at(99)
+        return "ignored", {"key": event.key, "n": int(event.value), "ts": event.timestamp}, at(99)
+
+    schedule = Schedule((Pipe((Event("a", "1", at(1)), Event("b", "broken", at(2)),
+                               Event("c", "3", at(3))), input="landed"), Tick()))
+    [batch] = run_schedule(topology_driver(landed_rows), schedule, input=None,
+                           output="parsed", to_record={"landed": line})
+    assert [r.value.splitlines()[1] for r in batch.input_records] == ['{"key": "x", "n": ']
+    assert rows_of(batch.output_values) == [{"key": "a", "n": 1, "ts": at(1)},
+                                            {"key": "c", "n": 3, "ts": at(3)}]
+
+
+@pytest.mark.parametrize(("to_record", "error", "message"), [
+    (None, InvalidArgumentError, "input 'landed' is a file input, and the event a='1'@00:00:01 "
+     "has no line of its own"),
+    (lambda e: (None, 7, None), InvalidArgumentTypeError,
+     "a file input's value is its line: a str, or a dict"),
+    (lambda e: (None, "{}\n{}", None), InvalidArgumentError, "a line holds no line break"),
+], ids=["no-line", "not-a-line", "line-break"])
+def test_a_schedule_s_event_without_a_line_is_refused(topology_driver, to_record, error,
+                                                      message):
+    schedule = Schedule((Pipe((Event("a", "1", at(1)),), input="landed"), Tick()))
+    driver = topology_driver(landed_rows)
+    with pytest.raises(error, match=re.escape(message)):
+        run_schedule(driver, schedule, input=None, output="parsed",
+                     to_record=None if to_record is None else {"landed": to_record})
+    assert driver.batches == ()  # nothing landed, nothing ran

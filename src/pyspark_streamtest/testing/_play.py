@@ -3,9 +3,10 @@ for, and each piped event the record its input takes (the face is
 :mod:`pyspark_streamtest.testing.strategies`; :mod:`._runs` runs it on fresh drivers).
 
 One runner for every driver: a ``Topology`` driver or a ``from_app`` one, one input or
-several (each ``Pipe`` may name its input), plain inputs (rows) or Kafka inputs (keys
-and values through the input's serializers), and a user's mapping from an event to the
-record when the default shapes do not fit.
+several (each ``Pipe`` may name its input), plain inputs (rows), Kafka inputs (keys
+and values through the input's serializers) or file inputs (a step's events landed as
+one file of lines, which Spark's own reader parses), and a user's mapping from an
+event to the record when the default shapes do not fit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..core.records import BatchRecord, TestRecord
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from ..kafka.serdes import serializer
 from .schedule import AdvanceWatermark, Drain, Event, Pipe, Restart, Schedule, Tick
 
 __tracebackhide__ = hide_our_frames
@@ -59,7 +61,17 @@ def run_schedule(
       ``timestamp``, through ``key_serializer`` and ``value_serializer`` (one for every
       Kafka input, or a mapping of input name to one). Both default to ``"auto"``:
       a ``str`` as UTF-8 text (as ``"string"``), a row, dict or list as JSON (as
-      ``"json"``), bytes as they are.
+      ``"json"``), bytes as they are;
+    * a file input (``t.file_input``, ``from_app(..., land_files=...)``): the events of
+      one ``Pipe`` are landed as one file of lines (``land_lines``), read by Spark's
+      own file source with the job's reader at the next trigger. A record's value is
+      its line: a ``str`` as it is (a malformed line, a CSV line), a row or dict as
+      one JSON object (times in ISO 8601, as the ``"json"`` serializer writes them),
+      for a JSON reader. A file has no key or record time, so the record's ``key``
+      and ``timestamp`` are not used: the line holds the event time the reader
+      parses. Without ``to_record`` an event's value must be a row that holds its
+      time (:func:`~pyspark_streamtest.testing.strategies.row_events` with a
+      ``time_column``); other events need ``to_record`` for the input.
 
     ``Tick`` advances the wall clock by ``trigger_interval`` (the driver's),
     ``Drain`` is :meth:`~pyspark_streamtest.TopologyTestDriver.process_all_available`,
@@ -133,6 +145,11 @@ class _Inputs:
         if handle is None:
             handle = self._handles[name] = self._handle(name)
         convert = _for_input(self._to_record, name)
+        # a stand-in driver's handle may not say (it has rows or Kafka records only)
+        if getattr(handle, "is_file_input", False):
+            if step.events:  # one file per step; no events, no file
+                handle.land_lines([_file_line(e, convert, name) for e in step.events])
+            return
         if convert is None:
             records = [_default_record(e, kafka=handle.is_kafka) for e in step.events]
         else:
@@ -156,6 +173,37 @@ def _default_record(event: Event, *, kafka: bool) -> TestRecord:
         return TestRecord(value=event.value, timestamp=None if holds_time else event.timestamp)
     return TestRecord(value={"key": event.key, "value": event.value},
                       timestamp=event.timestamp)
+
+
+_JSON = serializer("json")
+
+
+def _file_line(event: Event, convert: RecordFunction | None, name: str) -> str:
+    """The line a file input's file holds for ``event``: the value of its record (by
+    ``convert``, else the event's row), a str as it is, a row as JSON."""
+    if convert is None:
+        if not isinstance(event.value, Mapping) or getattr(
+                event.value, "time_column", None) is None:
+            raise InvalidArgumentError(
+                f"input {name!r} is a file input, and the event {event} has no line of "
+                "its own: a file holds no key or record time, so a row that holds its "
+                "event time (row_events(..., time_column=...)) is landed as its JSON, "
+                f"anything else needs to_record={{{name!r}: function}} returning the "
+                "line (a str) or the row (a dict) of each event")
+        value: Any = event.value
+    else:
+        value = _user_record(convert(event), event, name).value
+    if isinstance(value, str):
+        if "\n" in value or "\r" in value:
+            raise InvalidArgumentError(
+                f"to_record for file input {name!r} returned the line {value!r} for the "
+                f"event {event}; a line holds no line break (one event, one line)")
+        return value
+    if isinstance(value, Mapping):
+        return bytes(_JSON(dict(value))).decode("utf-8")
+    raise InvalidArgumentTypeError(
+        f"to_record for file input {name!r} returned the value {value!r} for the event "
+        f"{event}; a file input's value is its line: a str, or a dict written as JSON")
 
 
 def _user_record(made: Any, event: Event, name: str) -> TestRecord:

@@ -164,7 +164,10 @@ def run_app(
             return event.key, value, event.timestamp
 
     Its keys and values go through ``key_serializer`` and ``value_serializer``
-    (default ``"auto"``: a dict as JSON, a str as UTF-8). ``output`` is the query whose
+    (default ``"auto"``: a dict as JSON, a str as UTF-8). A file source landed by the
+    test (``driver_options={"land_files": True}``) takes each ``Pipe``'s events as one
+    file, ``to_record``'s value each event's line (a dict as JSON; see
+    :func:`~pyspark_streamtest.testing.strategies.run_schedule`). ``output`` is the query whose
     batches are returned (the job's ``queryName``, or the name ``from_app`` gave it).
     Turn the cache off (``cache=False``) when the job writes files or reads anything
     that changes between examples.
