@@ -4,13 +4,28 @@ it is, impressions landed as files, clicks piped into Kafka."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from examples import ad_attribution_job
 from pyspark_streamtest import InvalidArgumentError, StreamingQueryFailedError
+from pyspark_streamtest.testing import strategies as sst
+from pyspark_streamtest.testing.invariants import assert_matches_model
+from pyspark_streamtest.testing.model import (
+    Drain,
+    Event,
+    Pipe,
+    Schedule,
+    StreamJoin,
+    Tick,
+    simulate,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 MINUTE = timedelta(minutes=1)
@@ -29,9 +44,9 @@ def click(click_id: str, imp_id: str, minutes: float) -> dict[str, str]:
 
 
 @pytest.fixture
-def job(topology_driver, spark, tmp_path, monkeypatch):
-    """The job under the driver, its production paths pointed at the test's folder, the
-    campaigns table written there; impressions are landed as files."""
+def production_paths(spark, tmp_path, monkeypatch):
+    """The job's production paths pointed at the test's folder, the campaigns table
+    written there."""
     campaigns = str(tmp_path / "campaigns")
     spark.createDataFrame([("c1", "Winter sale"), ("c2", "Spring")],
                           "campaign_id STRING, campaign STRING").write.parquet(campaigns)
@@ -39,10 +54,16 @@ def job(topology_driver, spark, tmp_path, monkeypatch):
                         "ADS_CHECKPOINTS": str(tmp_path / "checkpoints"),
                         "ADS_ATTRIBUTED": str(tmp_path / "attributed")}.items():
         monkeypatch.setenv(name, value)
+    return tmp_path
+
+
+@pytest.fixture
+def job(topology_driver, production_paths):
+    """The job under the driver; impressions are landed as files."""
     driver = topology_driver.from_app(ad_attribution_job.main, start_time=T0, land_files=True)
     impressions = driver.create_input_topic("impressions")
     clicks = driver.create_input_topic("ad-clicks", value_serializer="json")
-    return driver, impressions, clicks, tmp_path / "ads.db"
+    return driver, impressions, clicks, production_paths / "ads.db"
 
 
 def attributions(driver) -> list[tuple[str, str | None, str | None]]:
@@ -137,3 +158,95 @@ def test_a_click_whose_time_does_not_parse_is_named_as_the_culprit(job):
     assert "[CAST_INVALID_INPUT]" in failed.value.cause
     culprit = failed.value.culprit
     assert culprit is not None and (culprit.topic, culprit.offset) == ("ad-clicks", 1)
+
+
+# --- the job against the join model, on correlated impressions and clicks ----------------
+EXAMPLES = max(3, int(os.environ.get("STREAMTEST_EXAMPLES", "15")) // 3)
+CAMPAIGNS = {"a": ("c1", "Winter sale"), "b": ("c2", "Spring"), "c": ("c1", "Winter sale"),
+             "d": ("c9", None)}
+"""Each impression's campaign, by its id (the key drawn): c9 is not in the table."""
+# The job's join as the model states it: impressions LEFT OUTER joined with the clicks
+# 0 to 30 minutes after them, each input deduplicated within its 10-minute watermark.
+JOIN = StreamJoin(how="left_outer", lower=timedelta(0), upper=30 * MINUTE,
+                  left="impressions", right="ad-clicks", left_delay=10 * MINUTE,
+                  right_delay=10 * MINUTE, dedup="dropDuplicatesWithinWatermark")
+# Stories of an impression and the clicks on it: the same id, 0 to 30 minutes after
+# (some outside), out of order by up to 5 minutes, some more than 45 minutes behind
+# (late: the watermark lags the clock by 10 minutes and a batch or two), some landed or
+# sent twice, in up to 6 batches with restarts; a click's value tells two clicks on one
+# impression apart.
+STORIES = sst.joined_schedules(
+    left="impressions", right="ad-clicks", between=(timedelta(0), 30 * MINUTE),
+    keys=st.sampled_from("abcd"), values=st.sampled_from("12"), resolution=MINUTE,
+    max_size=8, max_step=10 * MINUTE, max_disorder=5 * MINUTE, late=0.3,
+    late_by=45 * MINUTE, outside=0.3, orphans=0.2, duplicates=0.2, max_batches=6,
+    restarts=0.2, start=T0)
+
+
+def story(into, *events):
+    return Pipe(tuple(Event(key, value, T0 + minutes * MINUTE)
+                      for key, value, minutes in events), input=into)
+
+
+# What few drawn examples reach, pinned: a click sent twice, an impression nobody
+# clicked (d, campaign c9, not in the table) coming out once the watermark (35 min)
+# passes its 30 minutes, then a click and an impression behind that watermark, dropped
+# as late.
+PINNED = Schedule((
+    story("impressions", ("a", "1", 0), ("d", "1", 2)),
+    story("ad-clicks", ("a", "1", 5), ("a", "1", 5)), Tick(),
+    story("impressions", ("b", "1", 45)), story("ad-clicks", ("b", "2", 50)), Tick(),
+    Tick(),
+    story("impressions", ("c", "1", 30)), story("ad-clicks", ("a", "2", 20)), Tick(),
+    Drain()))
+
+
+def landed_impression(event):
+    """An impression as the ad servers write it: one JSON line of a landed file."""
+    return None, {"imp_id": event.key, "campaign_id": CAMPAIGNS[event.key][0],
+                  "shown_at": event.timestamp.isoformat()}, None
+
+
+def sent_click(event):
+    """A click as the trackers send it: its id, the impression's, the time as text."""
+    return event.key, {"click_id": f"{event.key}-{event.value}", "imp_id": event.key,
+                       "clicked_at": event.timestamp.isoformat()}, None
+
+
+def expected_attributions(schedule):
+    """The job's batches as the model predicts them: the join model (the impressions'
+    deduplication is by id alone, so their values are left out), each row given its
+    campaign as the static join does."""
+    by_id = Schedule(tuple(
+        Pipe(tuple(Event(e.key, "x", e.timestamp) for e in s.events), input=s.input)
+        if isinstance(s, Pipe) and s.input == "impressions" else s
+        for s in schedule.steps))
+    return [replace(batch, rows=tuple(
+        {"imp_id": r["key"], "campaign_id": CAMPAIGNS[r["key"]][0],
+         "campaign": CAMPAIGNS[r["key"]][1], "shown_at": r["left_ts"],
+         "click_id": None if r["right_ts"] is None else f"{r['key']}-{r['right_value']}",
+         "clicked_at": r["right_ts"]} for r in batch.rows))
+        for batch in simulate(by_id, JOIN)]
+
+
+def test_the_attributions_match_the_join_model_on_correlated_inputs(spark, production_paths):
+    """Drawn impressions and clicks on them (out of order, late, repeated, across
+    batches and restarts) through the job as it is: every batch's watermark, attributed
+    rows and late drops are the join model's."""
+    @sst.spark_settings(max_examples=EXAMPLES)
+    @given(schedule=STORIES)
+    @example(schedule=PINNED)
+    def attributes(schedule):
+        expected = expected_attributions(schedule)  # the model first: no Spark
+        batches = sst.run_app(
+            ad_attribution_job.main, schedule, spark=spark, output="attributed",
+            trigger_interval=MINUTE, to_record={"impressions": landed_impression,
+                                                "ad-clicks": sent_click},
+            driver_options={"start_time": T0, "land_files": True,
+                            "outputs": ["attributed"]})
+        context = f"schedule:\n{schedule}"
+        assert_matches_model(batches, expected, context=context)
+        dropped = [b.num_rows_dropped_by_watermark for b in batches]
+        assert dropped == [len(b.late) for b in expected], f"late drops {dropped}\n{context}"
+
+    attributes()
