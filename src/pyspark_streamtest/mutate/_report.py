@@ -70,11 +70,17 @@ def terminal_lines(results: Sequence[MutantResult], facts: RunFacts, *,
     topologies: dict[str, list[MutantResult]] = {}
     for result in results:
         topologies.setdefault(result.mutant.site.topology, []).append(result)
+    calls: dict[tuple[str, int, str], set[int]] = {}
+    for result in results:
+        site = result.mutant.site
+        calls.setdefault((site.file, site.line, site.api), set()).add(site.occurrence)
     for topology, group in topologies.items():
         lines.append(f"{topology}: {_score_text(Score.of(group))}")
         for result in group:
             if result.status == "survived" or (verbose and result.status != "killed"):
-                lines.extend(_mutant_lines(result))
+                site = result.mutant.site
+                several = len(calls[(site.file, site.line, site.api)]) > 1
+                lines.extend(_mutant_lines(result, site.occurrence if several else None))
     overall = Score.of(results)
     sample = (f" (a sample of {facts.sampled} of {facts.found}, seed {facts.seed})"
               if facts.sampled is not None and facts.sampled < facts.found else "")
@@ -88,12 +94,17 @@ def terminal_lines(results: Sequence[MutantResult], facts: RunFacts, *,
     return lines
 
 
-def _mutant_lines(result: MutantResult) -> list[str]:
+def _mutant_lines(result: MutantResult, call: int | None = None) -> list[str]:
+    """A mutant's lines; ``call``: which call of the same line in one build it changes,
+    where the line makes several (a helper called for each query)."""
     mutant = result.mutant
-    out = [f"  {result.status:<9} {mutant.site.where}  {mutant.description}"]
+    where = mutant.site.where + (f" (call {call})" if call is not None else "")
+    out = [f"  {result.status:<9} {where}  {mutant.description}"]
     if mutant.code:
         out.append(f"            code: {mutant.code}")
-    tests = ", ".join(t.rsplit("::", 1)[-1] for t in result.tests) or "none"
+    names = [t.rsplit("::", 1)[-1] for t in result.tests]
+    tests = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    tests = tests or "none"
     out.append(f"            tests: {tests}")
     if result.status == "survived":
         out.append(f"            {hint(result)}")

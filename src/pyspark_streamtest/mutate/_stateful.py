@@ -53,8 +53,9 @@ class Change:
 
 
 def _shifted(change: Change, at_ms: int, base_ms: int | None) -> int:
-    """A point in time ``at_ms`` whose distance from ``base_ms`` is changed."""
-    if base_ms is None or base_ms < 0 or at_ms <= base_ms:
+    """A point in time ``at_ms`` whose distance from ``base_ms`` is changed; as it is
+    when there is no base yet (a watermark not set: 0 or less) or it is not ahead."""
+    if base_ms is None or base_ms <= 0 or at_ms <= base_ms:
         return at_ms
     return int(base_ms + change(at_ms - base_ms))
 
@@ -138,22 +139,24 @@ class ChangedProcessor(StatefulProcessor):
         self._handle = ChangedHandle(handle, self._change, self._what, self._event_time)
         self._processor.init(self._handle)
 
-    def _saw(self, args: tuple[Any, ...]) -> None:
-        for arg in args:
+    def _saw(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        for arg in (*args, *kwargs.values()):
             if self._handle is not None and hasattr(arg, "getCurrentProcessingTimeInMs"):
                 self._handle.values = arg
 
-    def handleInputRows(self, key: Any, rows: Any, *args: Any) -> Any:  # noqa: N802
-        self._saw(args)
-        return self._processor.handleInputRows(key, rows, *args)
+    # Spark passes these by keyword (timerValues=..., expiredTimerInfo=...) on some
+    # lines and by position on others: both are handed on as they came.
+    def handleInputRows(self, *args: Any, **kwargs: Any) -> Any:  # noqa: N802
+        self._saw(args, kwargs)
+        return self._processor.handleInputRows(*args, **kwargs)
 
-    def handleExpiredTimer(self, key: Any, *args: Any) -> Any:  # noqa: N802
-        self._saw(args)
-        return self._processor.handleExpiredTimer(key, *args)
+    def handleExpiredTimer(self, *args: Any, **kwargs: Any) -> Any:  # noqa: N802
+        self._saw(args, kwargs)
+        return self._processor.handleExpiredTimer(*args, **kwargs)
 
-    def handleInitialState(self, key: Any, initialState: Any, *args: Any) -> Any:  # noqa: N802, N803
-        self._saw(args)
-        return self._processor.handleInitialState(key, initialState, *args)
+    def handleInitialState(self, *args: Any, **kwargs: Any) -> Any:  # noqa: N802
+        self._saw(args, kwargs)
+        return self._processor.handleInitialState(*args, **kwargs)
 
     def close(self) -> None:
         self._processor.close()
