@@ -135,6 +135,35 @@ def test_a_reading_sent_twice_is_counted_once(plant):
     assert ran.output_values == [{"device_id": "dev-1", "count": 2}]
 
 
+def test_the_counts_are_per_device_and_all_written_at_every_trigger(plant):
+    """Added for survivors of ``--streamtest-mutate``: two devices reading at the same
+    time are two readings (the dedup key holds the device), and complete mode writes
+    every device's count at every trigger, not only the counts that changed."""
+    iot = plant("iot.readings_per_device")
+    iot.send("dev-1", 20.0, at(0, 30))
+    iot.send("dev-2", 20.0, at(0, 30))  # the same time, another device
+    (first,) = iot.driver.advance_wall_clock(timedelta(minutes=5))
+    assert sorted(first.output_values, key=str) == [
+        {"device_id": "dev-1", "count": 1}, {"device_id": "dev-2", "count": 1}]
+    iot.send("dev-1", 21.0, at(4, 30))
+    (second,) = iot.driver.advance_wall_clock(timedelta(minutes=5))
+    assert sorted(second.output_values, key=str) == [  # dev-2 again: complete mode
+        {"device_id": "dev-1", "count": 2}, {"device_id": "dev-2", "count": 1}]
+
+
+def test_two_devices_overheating_at_the_same_time_alert_twice(plant):
+    """Added for a survivor of ``--streamtest-mutate``: the alerts query's dedup key
+    holds the device, not only the reading's time."""
+    iot = plant("device_alerts")
+    for device in ("dev-1", "dev-2"):
+        iot.register(device, max_temp=80.0)
+    iot.send("dev-1", 95.0, at(0, 30))
+    iot.send("dev-2", 90.0, at(0, 30))  # the same time, another device
+    iot.driver.advance_wall_clock(timedelta(minutes=1))
+    assert sorted(iot.alerts(), key=str) == [alert("dev-1", "overheat", 95.0, at(1)),
+                                             alert("dev-2", "overheat", 90.0, at(1))]
+
+
 def test_a_silent_device_is_reported_offline_to_the_millisecond(plant):
     iot = plant("device_alerts")  # the other queries never start
     driver = iot.driver
