@@ -1,9 +1,9 @@
 """The model of a stream-stream join: two inputs joined on a key and a time-range
 condition, inner or outer (the face is :mod:`pyspark_streamtest.testing.model`).
 
-What one batch does is Spark's ``StreamingSymmetricHashJoinExec`` (PySpark 4.3), reduced
-to what a test sees: the rows each batch emits and the rows it drops as late. The
-watermarks, no-data batches and restarts are the model's shared rules
+What one batch does is Spark's ``StreamingSymmetricHashJoinExec`` (PySpark 3.5.9 to
+4.3), reduced to what a test sees: the rows each batch emits and the rows it drops as
+late. The watermarks, no-data batches and restarts are the model's shared rules
 (:mod:`pyspark_streamtest.testing.model`, rules 1 to 5).
 """
 
@@ -81,9 +81,9 @@ class StreamJoin(Operator):
     A no-data batch is owed whenever the watermark moves (rule 3: both sides have a
     state watermark). Not modelled: joins without a watermark on both sides, conditions
     other than this range (windows in the key, other predicates), the ``max``
-    watermark policy, left-semi joins, ``AdvanceWatermark`` steps (refused), and Spark
-    lines before 4.3 (a row already past its side's state watermark when it arrives
-    was not kept, so an unmatched one was never emitted).
+    watermark policy, left-semi joins and ``AdvanceWatermark`` steps (refused).
+    Checked against PySpark 3.5.9, 4.0.5, 4.1.4, 4.2.1 and 4.3; older patch releases
+    are not.
     """
 
     how: JoinKind = "inner"
