@@ -39,3 +39,21 @@ def test_payments_join_their_orders_and_keep_the_headers(topology_driver):
         ("trace-id", b"t-o2"), ("channel", b"web"), ("payment-trace-id", b"t-p2"))
     assert paid.is_empty()
     assert driver.produced_topic_names() == {"paid-orders"}
+
+
+def test_a_payment_joins_from_its_order_s_time_to_ten_minutes_after_both_included(
+        topology_driver):
+    """Added for survivors of ``--streamtest-mutate``: the join's time range is
+    ``[ordered_at, ordered_at + 10 minutes]``, both ends included, and no wider."""
+    driver = topology_driver(topology)
+    orders = driver.create_input_topic("orders", value_serializer="json")
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    paid = driver.create_output_topic("paid-orders", key_deserializer="string",
+                                      value_deserializer="json")
+    for order in ("at-start", "at-end", "past-end"):
+        orders.pipe_input(order, {"customer": "ada", "amount": 1.0}, timestamp=minutes(0))
+    payments.pipe_input("at-start", {"method": "card"}, timestamp=minutes(0))
+    payments.pipe_input("at-end", {"method": "card"}, timestamp=minutes(10))
+    payments.pipe_input("past-end", {"method": "card"}, timestamp=minutes(10.5))
+    driver.process_all_available()
+    assert sorted(key for key, _ in paid.read_key_values_to_list()) == ["at-end", "at-start"]

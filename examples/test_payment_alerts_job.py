@@ -116,3 +116,17 @@ def test_a_crash_after_the_audit_write_does_not_write_it_twice(job, spark):
     # ... and wrote it once.
     audit = spark.read.parquet(str(folder / "audit"))
     assert audit.select("payment_id", "batch_id").collect() == [("p1", 0)]
+
+
+def test_a_total_of_exactly_the_limit_raises_no_alert(job):
+    """Added for a survivor of ``--streamtest-mutate`` (``total > 10000.0`` → ``>=``):
+    the limit itself is allowed, a cent more is not."""
+    driver, _ = job
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    alerts = driver.create_output_topic("payment-alerts", key_deserializer="string",
+                                        value_deserializer="json")
+    payments.pipe_input("acc-1", payment("p1", "acc-1", 10_000.0, 5))
+    payments.pipe_input("acc-2", payment("p2", "acc-2", 10_000.01, 6))
+    payments.pipe_input("acc-3", payment("p3", "acc-3", 1.0, 95))  # watermark 65 s
+    driver.advance_wall_clock(timedelta(minutes=3))
+    assert [key for key, _ in alerts.read_key_values_to_list()] == ["acc-2"]

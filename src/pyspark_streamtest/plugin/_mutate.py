@@ -156,9 +156,17 @@ class Mutation:
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and not hasattr(self._config, "workerinput"):
             reporter.section(f"streamtest mutation: {len(mine)} mutants", sep="-")
+        killers: dict[tuple[str, int], str] = {}  # a line's site -> the test that killed
         for number, mutant in enumerate(mine, start=1):
             tests = [self._items[t] for t, ids in passed.items() if mutant.id in ids]
+            # The test that killed a mutant of the same line goes first: it most likely
+            # kills this one too, and a killed mutant runs no test after its killer
+            # (which test kills it does not change its fate).
+            line = (mutant.site.file, mutant.site.line)
+            tests.sort(key=lambda item: item.nodeid != killers.get(line))
             results.append(self._run(mutant, tests))
+            if results[-1].by is not None:
+                killers[line] = results[-1].by
             if reporter is not None and not hasattr(self._config, "workerinput"):
                 reporter.write_line(  # one line per mutant: a long phase shows its way
                     f"{number}/{len(mine)} {results[-1].status:<9} {mutant.site.where}  "
