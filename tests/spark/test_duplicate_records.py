@@ -141,3 +141,25 @@ def test_one_key_from_two_partitions_in_one_batch_is_not_guessed(topology_driver
         pytest.fail(f"the two records should sit in two partitions: {partitions}")
     with pytest.raises(InvalidArgumentError, match="Spark keeps whichever its task reads first"):
         driver.duplicate_records("unique")
+
+
+def clicks_beside_landed_files(t: Topology) -> None:
+    impressions = t.file_input("impressions", format="json", schema="imp_id STRING")
+    clicks = t.input("clicks", schema="click_id STRING, imp_id STRING")
+    t.output("attributed", clicks.dropDuplicates(["click_id"]).join(impressions, "imp_id"))
+
+
+def test_a_dedup_of_piped_records_is_named_beside_a_file_input(topology_driver):
+    """A query that also reads landed files: the dedup reads only the piped input, so
+    its drops are named (only an operator below a file source cannot be replayed)."""
+    driver = topology_driver(clicks_beside_landed_files)
+    driver.create_input_topic("impressions").land_lines(['{"imp_id": "i1"}'])
+    clicks = driver.create_input_topic("clicks")
+    clicks.pipe_value_list([{"click_id": "c1", "imp_id": "i1"},
+                            {"click_id": "c1", "imp_id": "i1"}])
+    driver.process_all_available()
+    assert driver.create_output_topic("attributed").read_values_to_list() == [
+        {"imp_id": "i1", "click_id": "c1"}]
+    (dropped,) = driver.duplicate_records("attributed")
+    assert (dropped.batch_id, dropped.record.value, dropped.key) == (
+        0, {"click_id": "c1", "imp_id": "i1"}, {"click_id": "c1"})

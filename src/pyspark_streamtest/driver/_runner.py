@@ -284,10 +284,9 @@ class QueryRunner:
     def reach(
         self, operator_input: OperatorInput, lines: Mapping[int, Sequence[tuple[int, str]]]
     ) -> list[Reached] | str:
-        """The rows reaching ``operator_input`` when the sources hold ``lines``; why
-        that cannot be told for a query that reads landed files."""
-        if self._files:
-            return self._files.why_untraced()
+        """The rows reaching ``operator_input`` when the sources hold ``lines`` (the
+        replay refuses an operator below which a file source is read: it cannot feed
+        one; the operators of the query's other inputs are replayed)."""
         with spending("state reads"):
             return rows_reaching(self._jvm, operator_input, self.leaves(), lines)
 
