@@ -306,8 +306,3 @@ class LandedInputs:
             f"the batch read landed files ({', '.join(files)}), and a replay of the batch "
             "cannot feed a file's rows: Spark's error names the file that failed")
 
-    def why_untraced(self) -> str:
-        """Why the rows of the query's batches cannot be traced to landed files."""
-        names = ", ".join(repr(name) for name in self._by_input)
-        return (f"the query reads files landed in {names}, and the rows of a landed file "
-                "are not traced back to it")
