@@ -20,6 +20,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_streamtest import (
+    IncompatibleCheckpointError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     StreamingQueryFailedError,
@@ -316,8 +317,9 @@ def test_spark_refuses_a_saved_checkpoint_in_a_new_driver_s_directory(
     driver.create_input_topic("events").land_file("a.json", '{"id":1}\n')
     driver.advance_wall_clock(timedelta(seconds=1))
     driver.save_checkpoint(tmp_path / "saved")
-    with pytest.raises(StreamingQueryFailedError, match="Wrong basePath"):
+    with pytest.raises(IncompatibleCheckpointError, match="Wrong basePath") as refused:
         topology_driver.from_app(job, land_files=True, checkpoint=tmp_path / "saved")
+    assert refused.value.change.startswith("a file source's directory changed")
 
 
 def test_the_oracle_compares_the_batches_of_landed_files(topology_driver, monkeypatch):

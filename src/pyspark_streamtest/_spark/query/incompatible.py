@@ -34,6 +34,9 @@ _CHANGES = (
     ("StateSchemaNotCompatible", "the state's key or value schema changed"),
     ("sources in the checkpoint offsets and now there are",
      "the number of sources changed"),
+    ("Wrong basePath",
+     "a file source's directory changed (the checkpoint's file log names the files it "
+     "read by their paths, outside the new directory)"),
 )
 
 _OPERATOR = re.compile(r"(?:operatorId|OperatorId|operator id)[=: ]+(\d+)", re.IGNORECASE)
