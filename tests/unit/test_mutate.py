@@ -656,3 +656,18 @@ def test_the_junit_report_has_a_case_per_mutant_a_survivor_failing_the_rest_skip
 def test_every_kind_the_mutator_makes_has_its_own_hint(kind):
     mutant = Mutant(SITE, "x", kind, "a", "b")
     assert hint(_result("survived", mutant=mutant)) != "no test tells the two apart"
+
+
+def test_a_sampled_topology_says_how_many_of_its_mutants_ran():
+    facts = RunFacts(found=12, sampled=5, seed=0, test_seconds=6.0, phase_seconds=6.6,
+                     found_by_topology={JOB: 10})
+    lines = terminal_lines(RESULTS, facts)
+    assert lines[0] == (f"{JOB} (a sample of 3 of 10): 3 mutants, 0 invalid, 1 killed, "
+                        "2 survived: score 33.3 %")
+    assert json.loads(to_json(RESULTS, facts))["found_by_topology"] == {JOB: 10}
+
+
+def test_a_mutant_s_many_tests_are_shown_three_at_most():
+    tests = [f"test_t.py::test_{n}" for n in range(5)]
+    lines = terminal_lines([_result("survived", tests)], FACTS)
+    assert "            tests: test_0, test_1, test_2 and 2 more" in lines

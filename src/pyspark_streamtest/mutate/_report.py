@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import hide_our_frames
@@ -52,6 +52,8 @@ class RunFacts:
     test_seconds: float
     phase_seconds: float
     min_score: float | None = None
+    found_by_topology: Mapping[str, int] = field(default_factory=dict)
+    """Mutants found per topology, before the sample."""
 
 
 def _score_text(score: Score) -> str:
@@ -75,7 +77,9 @@ def terminal_lines(results: Sequence[MutantResult], facts: RunFacts, *,
         site = result.mutant.site
         calls.setdefault((site.file, site.line, site.api), set()).add(site.occurrence)
     for topology, group in topologies.items():
-        lines.append(f"{topology}: {_score_text(Score.of(group))}")
+        found = facts.found_by_topology.get(topology, len(group))
+        sampled = f" (a sample of {len(group)} of {found})" if found > len(group) else ""
+        lines.append(f"{topology}{sampled}: {_score_text(Score.of(group))}")
         for result in group:
             if result.status == "survived" or (verbose and result.status != "killed"):
                 site = result.mutant.site
@@ -120,6 +124,7 @@ def to_json(results: Sequence[MutantResult], facts: RunFacts) -> str:
         "score": overall.percent,
         "counts": vars(overall),
         "found": facts.found, "sampled": facts.sampled, "seed": facts.seed,
+        "found_by_topology": dict(facts.found_by_topology),
         "min_score": facts.min_score,
         "test_seconds": round(facts.test_seconds, 3),
         "phase_seconds": round(facts.phase_seconds, 3),

@@ -21,6 +21,7 @@ import os
 import random
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -96,6 +97,7 @@ class Mutation:
         self._test_seconds = 0.0
         self._results: list[Any] = []
         self._facts: dict[str, Any] = {"found": 0, "sampled": None, "test_seconds": 0.0,
+                                       "found_by_topology": {},
                                        "phase_seconds": 0.0, "not_green": []}
 
     # --- the first phase: the tests as they are -----------------------------------------
@@ -141,9 +143,11 @@ class Mutation:
         from ..mutate._results import merge
 
         passed = {test: ids for test, ids in self._reached.items() if test not in self._failed}
-        found = {i for ids in passed.values() for i in ids}
+        found = {i: self.mutator.found[i].site.topology
+                 for ids in passed.values() for i in ids}
         everyone = self._agree(found, self._failed)
         self._facts["found"] = len(everyone["found"])
+        self._facts["found_by_topology"] = dict(Counter(everyone["found"].values()))
         if everyone["failed"]:
             self._facts["not_green"] = everyone["failed"]
             return
@@ -175,7 +179,7 @@ class Mutation:
                 break
         self._results = merge(results)
 
-    def _agree(self, found: set[str], failed: list[str]) -> dict[str, Any]:
+    def _agree(self, found: dict[str, str], failed: list[str]) -> dict[str, Any]:
         """Every process's mutants and failed tests: its own, or under xdist all the
         workers' (each writes its own to the shared folder and waits, bounded, for
         the others')."""
@@ -185,7 +189,7 @@ class Mutation:
         folder = Path(workerinput["streamtest_mutate_dir"])
         mine = folder / f"{workerinput['workerid']}.json"
         partial = mine.with_suffix(".part")
-        partial.write_text(json.dumps({"found": sorted(found), "failed": failed}))
+        partial.write_text(json.dumps({"found": found, "failed": failed}))
         partial.replace(mine)
         count = int(workerinput["workercount"])
         deadline = time.monotonic() + _AGREE_SECONDS
@@ -195,10 +199,10 @@ class Mutation:
                     f"--streamtest-mutate: the other xdist workers did not finish their "
                     f"tests within {_AGREE_SECONDS:.0f} s; no mutant was run")
             time.sleep(0.1)
-        everyone: dict[str, Any] = {"found": set(), "failed": []}
+        everyone: dict[str, Any] = {"found": {}, "failed": []}
         for path in sorted(folder.glob("*.json")):
             data = json.loads(path.read_text())
-            everyone["found"] |= set(data["found"])
+            everyone["found"].update(data["found"])
             everyone["failed"] += data["failed"]
         return everyone
 
@@ -242,6 +246,7 @@ class Mutation:
         self._results.extend(MutantResult.from_json(r) for r in data["results"])
         facts = data["facts"]
         self._facts["found"] = max(self._facts["found"], facts["found"])
+        self._facts["found_by_topology"] = facts["found_by_topology"]
         self._facts["sampled"] = facts["sampled"]
         self._facts["not_green"] = sorted(set(self._facts["not_green"]) | set(
             facts["not_green"]))
@@ -273,7 +278,7 @@ class Mutation:
 
         return RunFacts(self._facts["found"], self._facts["sampled"], self._seed,
                         self._facts["test_seconds"], self._facts["phase_seconds"],
-                        self._min_score)
+                        self._min_score, self._facts["found_by_topology"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self._gates:
