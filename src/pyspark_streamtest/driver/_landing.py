@@ -297,6 +297,12 @@ class LandedInputs:
         source = self._by_input.get(record.topic)
         return None if source is None else (source.raw_expr_id, "")
 
+    def why_untraced(self) -> str:
+        """Why rows below a file source cannot be traced: a replay cannot feed it."""
+        names = ", ".join(repr(name) for name in self._by_input)
+        return (f"the query reads files landed in {names}, and the rows of a landed file "
+                "are not traced back to it")
+
     def no_culprit(self, records: Sequence[TestRecord]) -> str | None:
         """Why no record of a failed batch that read landed files is named as the one
         that raised its error (None if it read none): a replay cannot feed a file's

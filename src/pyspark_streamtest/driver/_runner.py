@@ -288,7 +288,10 @@ class QueryRunner:
         replay refuses an operator below which a file source is read: it cannot feed
         one; the operators of the query's other inputs are replayed)."""
         with spending("state reads"):
-            return rows_reaching(self._jvm, operator_input, self.leaves(), lines)
+            reached = rows_reaching(self._jvm, operator_input, self.leaves(), lines)
+        if isinstance(reached, str) and self._files and "does not feed" in reached:
+            return self._files.why_untraced()  # the source it cannot feed reads files
+        return reached
 
     def leaves(self) -> dict[int, JavaObject]:
         """Each memory stream's leaf attribute, by its expression id (for batch replays;
