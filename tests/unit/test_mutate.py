@@ -671,3 +671,18 @@ def test_a_mutant_s_many_tests_are_shown_three_at_most():
     tests = [f"test_t.py::test_{n}" for n in range(5)]
     lines = terminal_lines([_result("survived", tests)], FACTS)
     assert "            tests: test_0, test_1, test_2 and 2 more" in lines
+
+
+@pytest.mark.parametrize("arguments", [
+    ["examples", "-n", "2", "--streamtest-mutate-min-score", "80"],
+    ["-k", "window", "tests/test_jobs.py"],
+    [],
+], ids=["paths-and-options", "options-first", "nothing"])
+def test_the_mutate_command_runs_pytest_with_the_option_and_every_argument_as_given(
+        monkeypatch, arguments):
+    from pyspark_streamtest.gates import cli
+
+    seen = []
+    monkeypatch.setattr(pytest, "main", lambda args: seen.append(args) or 3)
+    assert cli.main(["mutate", *arguments]) == 3  # pytest's exit status
+    assert seen == [["--streamtest-mutate", *arguments]]
