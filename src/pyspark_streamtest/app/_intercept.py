@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from .._spark.query.plan import plan_facts
+from ..core._attributes import replaced_attribute
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ._context import AppRun, AppSettings, Declarer
 from ._sinks import AppStreamWriter
@@ -117,19 +118,5 @@ def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
             (type(spark), "stop", stop),
             (type(spark).Builder, "getOrCreate", get_or_create),
         ):
-            restore.enter_context(_replaced(owner, name, value))
+            restore.enter_context(replaced_attribute(owner, name, value))
         yield
-
-
-@contextmanager
-def _replaced(owner: type, name: str, value: object) -> Iterator[None]:
-    had_own = name in owner.__dict__
-    old = owner.__dict__.get(name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        if had_own:
-            setattr(owner, name, old)
-        else:
-            delattr(owner, name)

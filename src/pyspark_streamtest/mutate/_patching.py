@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from ..core._attributes import replaced_attribute as replaced_attribute
 from ..errors import hide_our_frames
 from ._sites import Mutant
 
@@ -26,20 +27,6 @@ def retitled(mutant: Mutant, reached: str) -> Mutant:
         kind = "join strictness"
     return Mutant(mutant.site, mutant.operator, kind, mutant.original, mutant.replacement,
                   mutant.code)
-
-
-@contextmanager
-def replaced_attribute(owner: type, name: str, value: object) -> Iterator[None]:
-    had_own = name in owner.__dict__
-    old = owner.__dict__.get(name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        if had_own:
-            setattr(owner, name, old)
-        else:
-            delattr(owner, name)
 
 
 def rebind(restore: ExitStack, original: object, replacement: object, root: str) -> None:
