@@ -124,3 +124,23 @@ def test_shared_cores_jvm_options_only_under_xdist_and_an_explicit_setting_wins(
     assert _jvm_options(pytester.parseconfig(), 2) == SHARED_CORES_JVM_OPTIONS
     own = pytester.parseconfig("--streamtest-conf", "spark.driver.extraJavaOptions=-Xss4m")
     assert _jvm_options(own, 2) == ""
+
+
+def test_a_crashed_xdist_worker_stops_the_mutation_run_at_once_not_at_its_bound(pytester):
+    """Under ``--streamtest-mutate`` each worker waits for every worker's part of the
+    agreement on the sample; the controller writes a crashed worker's (its tests did not
+    pass), so the other ends now and says so, instead of waiting out its hour."""
+    pytester.makepyfile(
+        "import os\nimport pytest\n\n"
+        "@pytest.mark.parametrize('n', range(8))\n"
+        "def test_dies_on_one_worker(n):\n"
+        "    if os.environ['PYTEST_XDIST_WORKER'] == 'gw1':\n"
+        "        os._exit(3)\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--max-worker-restart=0", "--streamtest-mutate",
+        timeout=240)
+    result.stdout.fnmatch_lines([
+        "*streamtest mutation*",
+        "no mutant was run: the tests must pass first; failed: *xdist worker gw1 crashed*",
+    ])
+    assert result.ret != 0

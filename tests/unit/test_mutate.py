@@ -629,7 +629,10 @@ def test_the_junit_report_has_a_case_per_mutant_a_survivor_failing_the_rest_skip
     assert (suite.tag, suite.get("tests"), suite.get("failures"), suite.get("skipped"),
             suite.get("errors"), suite.get("time")) == (
         "testsuite", "5", "2", "2", "0", "6.000")
-    cases = {case.get("name"): case for case in suite}
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties == {"score": "33.3", "found": "5", "run": "5", "seed": "0",
+                          "min_score": "none"}
+    cases = {case.get("name"): case for case in suite if case.tag == "testcase"}
     assert len(cases) == 5
     survivor = cases['windows_job.py:6 withWatermark("ts", "10 seconds") → "20 seconds"']
     assert survivor.get("classname") == JOB
@@ -646,6 +649,14 @@ def test_the_junit_report_has_a_case_per_mutant_a_survivor_failing_the_rest_skip
                           '"10 seconds"', "unreached")):
         (skipped,) = cases[name]
         assert skipped.tag == "skipped" and skipped.get("message", "").startswith(status)
+
+
+def test_the_junit_report_s_properties_tell_a_sample_its_seed_and_the_minimum():
+    facts = RunFacts(122, 8, 7, 6.0, 6.6, 60.0)
+    (suite,) = ET.fromstring(to_junit(RESULTS[3:], facts))
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties == {"score": "none", "found": "122", "run": "8", "seed": "7",
+                          "min_score": "60"}
 
 
 @pytest.mark.parametrize(

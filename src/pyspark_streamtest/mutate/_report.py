@@ -134,14 +134,25 @@ def to_json(results: Sequence[MutantResult], facts: RunFacts) -> str:
     return json.dumps(document, indent=2, sort_keys=True)
 
 
-def to_junit(results: Sequence[MutantResult], facts: RunFacts | None = None) -> str:
+def to_junit(results: Sequence[MutantResult], facts: RunFacts) -> str:
     """The report as JUnit XML: a test case per mutant (classname: its topology); a
-    survivor is a failure, an invalid or unreached mutant is skipped."""
+    survivor is a failure, an invalid or unreached mutant is skipped. The suite's
+    properties carry the run's score (``none`` when nothing was counted), how many
+    mutants were found and run, the seed and the minimum score, for a CI page to show
+    beside the cases."""
     score = Score.of(results)
     suite = ET.Element("testsuite", name="streamtest-mutation", tests=str(score.made),
                        failures=str(score.survived),
                        skipped=str(score.invalid + score.unreached),
                        errors=str(score.errors), time=f"{sum(r.seconds for r in results):.3f}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+            ("score", "none" if score.percent is None else f"{score.percent:.1f}"),
+            ("found", facts.found),
+            ("run", facts.found if facts.sampled is None else facts.sampled),
+            ("seed", facts.seed),
+            ("min_score", "none" if facts.min_score is None else f"{facts.min_score:g}")):
+        ET.SubElement(properties, "property", name=name, value=str(value))
     for result in results:
         mutant = result.mutant
         case = ET.SubElement(suite, "testcase", classname=mutant.site.topology,

@@ -59,13 +59,34 @@ def register_mutation(config: pytest.Config) -> None:
 
 
 class _Workers:
-    """Tells each xdist worker the folder where the workers agree on the sample."""
+    """Tells each xdist worker the folder where the workers agree on the sample, and
+    writes a worker's part there for it when it dies: the others wait for every
+    worker's part, and a worker that crashed writes none (its tests did not pass, so
+    no mutant runs, and nobody waits out the bound)."""
 
     def __init__(self, folder: str) -> None:
         self._folder = folder
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["streamtest_mutate_dir"] = self._folder
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if error is None:
+            return
+        worker = node.gateway.id
+        _write_part(Path(self._folder), worker,
+                    {"found": {}, "failed": [f"xdist worker {worker} crashed: {error}"]})
+
+
+def _write_part(folder: Path, worker: str, part: dict[str, Any]) -> None:
+    """Write a worker's part of the agreement whole (others poll for it), unless it is
+    there already (a worker that crashed in its mutation phase had written its own)."""
+    mine = folder / f"{worker}.json"
+    if mine.exists():
+        return
+    partial = mine.with_suffix(".part")
+    partial.write_text(json.dumps(part))
+    partial.replace(mine)
 
 
 class Mutation:
@@ -187,10 +208,7 @@ class Mutation:
         if workerinput is None or "streamtest_mutate_dir" not in workerinput:
             return {"found": found, "failed": failed}
         folder = Path(workerinput["streamtest_mutate_dir"])
-        mine = folder / f"{workerinput['workerid']}.json"
-        partial = mine.with_suffix(".part")
-        partial.write_text(json.dumps({"found": found, "failed": failed}))
-        partial.replace(mine)
+        _write_part(folder, workerinput["workerid"], {"found": found, "failed": failed})
         count = int(workerinput["workercount"])
         deadline = time.monotonic() + _AGREE_SECONDS
         while len(list(folder.glob("*.json"))) < count:
