@@ -151,6 +151,37 @@ def test_the_counts_are_per_device_and_all_written_at_every_trigger(plant):
         {"device_id": "dev-1", "count": 2}, {"device_id": "dev-2", "count": 1}]
 
 
+def test_a_reading_more_than_two_minutes_older_than_the_newest_is_dropped_as_late(plant):
+    """Added for survivors of ``--streamtest-mutate`` (the readings' 2-minute watermark):
+    ``dropDuplicatesWithinWatermark`` drops a row older than the watermark, the newest
+    reading time less 2 minutes as of the batch before, as well as a copy of a key it
+    holds."""
+    iot = plant("iot.readings_per_device")
+
+    def counted(read_at: datetime) -> int:
+        iot.send("dev-1", 20.0, read_at)
+        (ran, *_) = iot.driver.advance_wall_clock(timedelta(minutes=5))
+        (count,) = ran.output_values
+        return int(count["count"])
+
+    assert counted(at(3, 30)) == 1  # the watermark is now 1:30
+    assert counted(at(1, 40)) == 2  # after it: counted
+    assert counted(at(1, 20)) == 2  # before it: dropped as late
+
+
+def test_a_late_reading_never_reaches_the_monitor(plant):
+    """The same 2-minute watermark in the alerts query (the ``readings()`` helper's
+    first call): a reading before it is dropped before ``DeviceMonitor`` sees it."""
+    iot = plant("device_alerts")
+    iot.register("dev-1", max_temp=80.0)
+    for read_at, temperature in ((at(3, 30), 20.0), (at(1, 40), 21.0), (at(1, 20), 22.0)):
+        iot.send("dev-1", temperature, read_at)
+        iot.driver.advance_wall_clock(timedelta(minutes=1))
+    recent = iot.driver.get_state_store("device_alerts", state_var="recent")
+    assert recent.get_all("dev-1") == [{"temperature": 20.0, "read_ms": ms(at(3, 30))},
+                                       {"temperature": 21.0, "read_ms": ms(at(1, 40))}]
+
+
 def test_two_devices_overheating_at_the_same_time_alert_twice(plant):
     """Added for a survivor of ``--streamtest-mutate``: the alerts query's dedup key
     holds the device, not only the reading's time."""

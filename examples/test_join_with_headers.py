@@ -57,3 +57,36 @@ def test_a_payment_joins_from_its_order_s_time_to_ten_minutes_after_both_include
     payments.pipe_input("past-end", {"method": "card"}, timestamp=minutes(10.5))
     driver.process_all_available()
     assert sorted(key for key, _ in paid.read_key_values_to_list()) == ["at-end", "at-start"]
+
+
+def test_a_row_older_than_the_slower_side_s_watermark_is_dropped_on_either_side(
+        topology_driver):
+    """Added for survivors of ``--streamtest-mutate`` (each side's 5-minute watermark):
+    the join drops a row older than the query's watermark, which is the smaller of the
+    two sides' (each side's newest time less 5 minutes, as of the batch before)."""
+    driver = topology_driver(topology)
+    orders = driver.create_input_topic("orders", value_serializer="json")
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    paid = driver.create_output_topic("paid-orders", key_deserializer="string",
+                                      value_deserializer="json")
+
+    def pair(order: str, at: float) -> None:
+        orders.pipe_input(order, {"customer": "ada", "amount": 1.0}, timestamp=minutes(at))
+        payments.pipe_input(order, {"method": "card"}, timestamp=minutes(at + 0.1))
+
+    def joined() -> list[str]:
+        driver.process_all_available()
+        return sorted(key for key, _ in paid.read_key_values_to_list())
+
+    orders.pipe_input("x", {"customer": "ada", "amount": 1.0}, timestamp=minutes(10))
+    payments.pipe_input("y", {"method": "card"}, timestamp=minutes(20))
+    assert joined() == []  # the orders' watermark is 5:00, the payments' 15:00
+    pair("after-5", 6)
+    pair("before-5", 4.5)
+    assert joined() == ["after-5"]
+
+    orders.pipe_input("z", {"customer": "ada", "amount": 1.0}, timestamp=minutes(30))
+    assert joined() == []  # the orders' watermark is 25:00: the payments' 15:00 holds
+    pair("after-15", 16)
+    pair("before-15", 14.5)
+    assert joined() == ["after-15"]
