@@ -556,13 +556,16 @@ def test_the_terminal_report_names_each_survivor_in_the_user_s_terms():
         '  survived  windows_job.py:6  withWatermark("ts", "10 seconds") → "20 seconds"',
         '            code: counts = (events.withWatermark("ts", "10 seconds")',
         "            tests: test_every_click_is_counted, test_totals",
-        "            no test checks when the watermark closes a window, drops a late record "
-        "or lets state go",
+        "            no test tells a delay of 10 seconds from 20 seconds: none pipes a record",
+        "            between 10 seconds and 20 seconds older than the newest of an earlier batch",
+        "            (late with the shorter delay, on time with the longer), nor checks when a",
+        "            window closes or state goes",
         '  survived  windows_job.py:7  window("ts", "10 seconds") → "9 seconds"',
         '            code: .groupBy(F.window("ts", "10 seconds"), "user").count())',
         "            tests: test_every_click_is_counted",
-        "            no test puts a record at a window's edge, where a window of another "
-        "size would count it elsewhere",
+        "            no test tells window [00:00:00, 00:00:10) from [00:00:00, 00:00:09): none",
+        "            pipes a record between 9 seconds and 10 seconds after a window's start, nor",
+        "            checks when a window closes",
         "sessions_job:sessions: 2 mutants, 1 invalid, 1 unreached, 0 killed, 0 survived: "
         "no mutant counted",
         "overall: 5 mutants, 1 invalid, 1 unreached, 1 killed, 2 survived: score 33.3 %",
@@ -667,6 +670,75 @@ def test_the_junit_report_s_properties_tell_a_sample_its_seed_and_the_minimum():
 def test_every_kind_the_mutator_makes_has_its_own_hint(kind):
     mutant = Mutant(SITE, "x", kind, "a", "b")
     assert hint(_result("survived", mutant=mutant)) != "no test tells the two apart"
+
+
+def _survivor(api: str, part: str, kind: str, original: str, replacement: str) -> str:
+    site = Site(JOB, "windows_job.py", 6, api, 1, part)
+    return hint(_result("survived", mutant=Mutant(site, "x", kind, original, replacement)))
+
+
+@pytest.mark.parametrize(
+    ("api", "part", "kind", "original", "replacement", "expected"),
+    [
+        ("withWatermark", "delay", "watermark", 'withWatermark("ts", "1 second")',
+         '"500 milliseconds"',
+         "no test tells a delay of 1 second from 500 milliseconds: none pipes a record "
+         "between 500 milliseconds and 1 second older than the newest of an earlier batch "
+         "(late with the shorter delay, on time with the longer), nor checks when a window "
+         "closes or state goes"),
+        ("withWatermark", "delay", "watermark", 'withWatermark("ts", "2 minutes")',
+         '"0 minutes"',
+         "no test tells a delay of 2 minutes from 0 minutes: none pipes a record between "
+         "0 minutes and 2 minutes older than the newest of an earlier batch (late with the "
+         "shorter delay, on time with the longer), nor checks when a window closes or "
+         "state goes"),
+        ("window", "windowDuration", "window", 'window("ts", "1 hour 30 minutes")',
+         '"91 minutes"',
+         "no test tells window [00:00, 01:30) from [00:00, 01:31): none pipes a record "
+         "between 90 minutes and 91 minutes after a window's start, nor checks when a "
+         "window closes"),
+        ("window", "windowDuration", "window",
+         'window("ts", "1500 milliseconds", "500 milliseconds")', 'duration "1501 milliseconds"',
+         "no test tells window [00:00:00.000, 00:00:01.500) from [00:00:00.000, "
+         "00:00:01.501): none pipes a record between 1500 milliseconds and 1501 "
+         "milliseconds after a window's start, nor checks when a window closes"),
+        ("window", "slideDuration", "window", 'window("ts", "10 minutes", "5 minutes")',
+         'slide "4 minutes"',
+         "no test tells a slide of 5 minutes from 4 minutes: none checks which windows a "
+         "record falls in"),
+        ("session_window", "gapDuration", "session gap", 'session_window("ts", "5 seconds")',
+         '"10 seconds"',
+         "no test tells a gap of 5 seconds from 10 seconds: none pipes two records between "
+         "5 seconds and 10 seconds apart (one session with the longer gap, two with the "
+         "shorter)"),
+        ("expr", "interval 1", "join bound",
+         'expr("k = j AND ts <= o + interval 10 minutes")',
+         '"k = j AND ts <= o + interval 9 minutes"',
+         "no test tells an interval of 10 minutes from 9 minutes: none pipes a pair of "
+         "records between 9 minutes and 10 minutes apart, at the edge of the range (inside "
+         "it with one, outside it with the other)"),
+        ("trigger", "processingTime", "trigger", 'trigger(processingTime="1 minute")',
+         '"2 minutes"',
+         "no test tells a trigger of 1 minute from 2 minutes: none checks which records "
+         "share a micro-batch"),
+    ],
+    ids=["watermark-half", "watermark-zero", "window", "window-with-slide", "slide",
+         "session-gap", "join-interval", "trigger"],
+)
+def test_a_survivor_s_hint_names_its_own_durations(api, part, kind, original, replacement,
+                                                    expected):
+    assert _survivor(api, part, kind, original, replacement) == expected
+
+
+@pytest.mark.parametrize(
+    ("original", "replacement"),
+    [('expr("ts < o + INTERVAL \'30\' MINUTE")', '"ts < o + INTERVAL 29 minutes"'),
+     ('expr("a < b + interval 1 hour 30 minutes")', '"a < b + interval 89 minutes"')],
+    ids=["quoted-amount", "parts-refolded"],
+)
+def test_a_join_interval_it_cannot_pair_up_gets_the_general_hint(original, replacement):
+    assert _survivor("expr", "interval 1", "join bound", original, replacement) == (
+        "no test pipes a pair of records at the edge of the join's time range")
 
 
 def test_a_sampled_topology_says_how_many_of_its_mutants_ran():

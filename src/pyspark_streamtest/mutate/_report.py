@@ -4,15 +4,19 @@ and decides nothing."""
 from __future__ import annotations
 
 import json
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import hide_our_frames
+from ._durations import _MICROS, _PART, Duration, parse_duration
 from ._results import MutantResult, Score
 
 __tracebackhide__ = hide_our_frames
+
+_WIDTH = 88  # a survivor's hint is wrapped to this width on the terminal
 
 _HINTS = {
     "watermark": "no test checks when the watermark closes a window, drops a late record "
@@ -36,8 +40,99 @@ _HINTS = {
 
 
 def hint(result: MutantResult) -> str:
-    """What the survivor says about the tests, in a few words."""
-    return _HINTS.get(result.mutant.kind, "no test tells the two apart")
+    """What the survivor says about the tests, in a few words: in the mutant's own
+    values where they are durations it can read (a watermark delay, a window's size or
+    slide, a session gap, an interval of a join's range, a trigger), else by kind."""
+    mutant = result.mutant
+    general = _HINTS.get(mutant.kind, "no test tells the two apart")
+    pair = _changed_durations(mutant)
+    if pair is None:
+        return general
+    before, after = pair
+    low, high = sorted((before, after), key=lambda d: d.micros)
+    band = f"between {_amount(low)} and {_amount(high)}"
+    was, now = _amount(before), _amount(after)
+    if mutant.kind == "watermark":
+        return (f"no test tells a delay of {was} from {now}: none pipes a record {band} "
+                f"older than the newest of an earlier batch (late with the shorter "
+                f"delay, on time with the longer), nor checks when a window closes or "
+                f"state goes")
+    if mutant.kind == "window" and mutant.site.part == "windowDuration":
+        start, end, other = _clocks(0, before.micros, after.micros)
+        return (f"no test tells window [{start}, {end}) from [{start}, {other}): none "
+                f"pipes a record {band} after a window's start, nor checks when a window "
+                f"closes")
+    if mutant.kind == "window":
+        return (f"no test tells a slide of {was} from {now}: none checks which windows a "
+                f"record falls in")
+    if mutant.kind == "session gap":
+        return (f"no test tells a gap of {was} from {now}: none pipes two records {band} "
+                f"apart (one session with the longer gap, two with the shorter)")
+    if mutant.kind == "join bound":
+        return (f"no test tells an interval of {was} from {now}: none pipes a pair of "
+                f"records {band} apart, at the edge of the range (inside it with one, "
+                f"outside it with the other)")
+    if mutant.kind == "trigger":
+        return (f"no test tells a trigger of {was} from {now}: none checks which records "
+                f"share a micro-batch")
+    return general
+
+
+def _changed_durations(mutant: Any) -> tuple[Duration, Duration] | None:
+    """The duration the mutant changes and the new one, read from the call as written
+    and the replacement: the one piece that differs where both name the same number of
+    durations (an ``expr`` text with several intervals), else None."""
+    def durations(text: str) -> list[Duration]:
+        return [Duration(int(amount) * _MICROS[unit.lower()], unit.lower())
+                for amount, unit in _PART.findall(text)]
+
+    if mutant.kind in ("watermark", "session gap", "trigger", "window"):
+        # the call's argument of this site, and the new value
+        after = parse_duration(mutant.replacement.removeprefix("duration ")
+                               .removeprefix("slide ").strip('"'))
+        quoted = [parse_duration(piece) for piece in mutant.original.split('"')[1::2]]
+        candidates = [d for d in quoted if d is not None]
+        if mutant.kind == "window" and len(candidates) >= 2:
+            before: Duration | None = candidates[1 if mutant.site.part == "slideDuration" else 0]
+        else:
+            before = candidates[-1] if candidates else None
+        if before is None or after is None:
+            return None
+        return before, after
+    if mutant.kind == "join bound":
+        old, new = durations(mutant.original), durations(mutant.replacement)
+        if len(old) != len(new):
+            return None
+        changed = [(a, b) for a, b in zip(old, new, strict=True) if a.micros != b.micros]
+        return changed[0] if len(changed) == 1 else None
+    return None
+
+
+def _amount(duration: Duration) -> str:
+    """``10 seconds``; ``0 seconds`` for a zero (written in the original's unit)."""
+    if duration.micros == 0:
+        return f"0 {duration.unit}s"
+    return duration.render()
+
+
+def _clocks(*values: int) -> list[str]:
+    """Times after a window's start as a clock reads them, all to the precision the
+    finest needs: ``00:10``, ``00:00:30``, ``00:00:00.500``, ``26:00``."""
+    seconds = any(v % 60_000_000 for v in values)
+    fraction = 3 if not any(v % 1_000 for v in values) else 6
+    fractions = any(v % 1_000_000 for v in values)
+    out = []
+    for micros in values:
+        whole, rest = divmod(micros, 1_000_000)
+        minutes, second = divmod(whole, 60)
+        hours, minute = divmod(minutes, 60)
+        text = f"{hours:02d}:{minute:02d}"
+        if seconds:
+            text += f":{second:02d}"
+        if fractions:
+            text += "." + f"{rest:06d}"[:fraction]
+        out.append(text)
+    return out
 
 
 @dataclass(frozen=True)
@@ -111,7 +206,8 @@ def _mutant_lines(result: MutantResult, call: int | None = None) -> list[str]:
     tests = tests or "none"
     out.append(f"            tests: {tests}")
     if result.status == "survived":
-        out.append(f"            {hint(result)}")
+        out.extend(textwrap.wrap(hint(result), width=_WIDTH, initial_indent=" " * 12,
+                                 subsequent_indent=" " * 12, break_on_hyphens=False))
     elif result.reason:
         out.append(f"            {result.reason}")
     return out
