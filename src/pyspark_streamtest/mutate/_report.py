@@ -50,32 +50,32 @@ def hint(result: MutantResult) -> str:
         return general
     before, after = pair
     low, high = sorted((before, after), key=lambda d: d.micros)
-    band = f"between {_amount(low)} and {_amount(high)}"
-    was, now = _amount(before), _amount(after)
-    if mutant.kind == "watermark":
-        return (f"no test tells a delay of {was} from {now}: none pipes a record {band} "
-                f"older than the newest of an earlier batch (late with the shorter "
-                f"delay, on time with the longer), nor checks when a window closes or "
-                f"state goes")
-    if mutant.kind == "window" and mutant.site.part == "windowDuration":
-        start, end, other = _clocks(0, before.micros, after.micros)
-        return (f"no test tells window [{start}, {end}) from [{start}, {other}): none "
-                f"pipes a record {band} after a window's start, nor checks when a window "
-                f"closes")
-    if mutant.kind == "window":
-        return (f"no test tells a slide of {was} from {now}: none checks which windows a "
-                f"record falls in")
-    if mutant.kind == "session gap":
-        return (f"no test tells a gap of {was} from {now}: none pipes two records {band} "
-                f"apart (one session with the longer gap, two with the shorter)")
-    if mutant.kind == "join bound":
-        return (f"no test tells an interval of {was} from {now}: none pipes a pair of "
-                f"records {band} apart, at the edge of the range (inside it with one, "
-                f"outside it with the other)")
-    if mutant.kind == "trigger":
-        return (f"no test tells a trigger of {was} from {now}: none checks which records "
-                f"share a micro-batch")
-    return general
+    start, end, other = _clocks(0, before.micros, after.micros)
+    key = "window duration" if mutant.site.part == "windowDuration" else mutant.kind
+    return _VALUED_HINTS[key].format(
+        was=_amount(before), now=_amount(after), start=start, end=end, other=other,
+        band=f"between {_amount(low)} and {_amount(high)}")
+
+
+_VALUED_HINTS = {
+    "watermark": "no test tells a delay of {was} from {now}: none pipes a record {band} "
+                 "older than the newest of an earlier batch (late with the shorter delay, "
+                 "on time with the longer), nor checks when a window closes or state goes",
+    "window duration": "no test tells window [{start}, {end}) from [{start}, {other}): none "
+                       "pipes a record {band} after a window's start, nor checks when a "
+                       "window closes",
+    "window": "no test tells a slide of {was} from {now}: none checks which windows a "
+              "record falls in",
+    "session gap": "no test tells a gap of {was} from {now}: none pipes two records {band} "
+                   "apart (one session with the longer gap, two with the shorter)",
+    "join bound": "no test tells an interval of {was} from {now}: none pipes a pair of "
+                  "records {band} apart, at the edge of the range (inside it with one, "
+                  "outside it with the other)",
+    "trigger": "no test tells a trigger of {was} from {now}: none checks which records "
+               "share a micro-batch",
+}
+"""A survivor's hint where its durations could be read (:func:`_changed_durations`),
+by kind (a window's duration apart from its slide)."""
 
 
 def _changed_durations(mutant: Any) -> tuple[Duration, Duration] | None:
