@@ -90,3 +90,8 @@ def test_a_row_older_than_the_slower_side_s_watermark_is_dropped_on_either_side(
     pair("after-15", 16)
     pair("before-15", 14.5)
     assert joined() == ["after-15"]
+
+    payments.pipe_input("w", {"method": "card"}, timestamp=minutes(40))
+    # The watermark is now 25:00 (the orders'): order x (10:00) can match no payment
+    # after 20:00 any more and is let go. An inner join writes nothing for it.
+    assert joined() == []
