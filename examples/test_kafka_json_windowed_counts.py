@@ -41,3 +41,22 @@ def test_counts_are_written_when_the_window_closes(topology_driver):
     driver.process_all_available()
     assert counts.is_empty()
     assert driver.batches[-1].num_rows_dropped_by_watermark == 1
+
+
+def test_a_minute_closes_when_a_view_30_seconds_past_its_end_arrives(topology_driver):
+    """Added for survivors of ``--streamtest-mutate`` (the 30-second watermark): minute
+    0 is written once the watermark, the latest view's time less 30 seconds, reaches its
+    end, 60 s; a view at 89 s leaves it open, one at 90 s closes it."""
+    driver = topology_driver(topology)
+    views = driver.create_input_topic("page-views", key_serializer="string",
+                                      value_serializer="json")
+    counts = driver.create_output_topic("page-counts", key_deserializer="string",
+                                        value_deserializer="json")
+    views.pipe_input("u1", view("/home", "u1", 5))
+    views.pipe_input("u1", view("/cart", "u1", 89))
+    driver.process_all_available()
+    assert counts.is_empty()  # the watermark is 59 s
+
+    views.pipe_input("u1", view("/cart", "u1", 90))
+    driver.process_all_available()
+    assert [key for key, _ in counts.read_key_values_to_list()] == ["/home"]
