@@ -130,3 +130,22 @@ def test_a_total_of_exactly_the_limit_raises_no_alert(job):
     payments.pipe_input("acc-3", payment("p3", "acc-3", 1.0, 95))  # watermark 65 s
     driver.advance_wall_clock(timedelta(minutes=3))
     assert [key for key, _ in alerts.read_key_values_to_list()] == ["acc-2"]
+
+
+def test_a_minute_closes_when_a_payment_30_seconds_past_its_end_arrives(job):
+    """Added for survivors of ``--streamtest-mutate`` (the 30-second watermark): the
+    watermark is the latest payment's time less 30 seconds, and minute 0 closes when it
+    reaches 60 s. Each step gives the query its data batch and the no-data batch after
+    it, which moves the watermark."""
+    driver, _ = job
+    payments = driver.create_input_topic("payments", value_serializer="json")
+    alerts = driver.create_output_topic("payment-alerts", key_deserializer="string",
+                                        value_deserializer="json")
+    payments.pipe_input("acc-1", payment("p1", "acc-1", 11_000.0, 5))
+    payments.pipe_input("acc-2", payment("p2", "acc-2", 1.0, 89))  # watermark 59 s
+    driver.advance_wall_clock(timedelta(minutes=2))
+    assert alerts.is_empty()
+
+    payments.pipe_input("acc-2", payment("p3", "acc-2", 1.0, 90))  # watermark 60 s
+    driver.advance_wall_clock(timedelta(minutes=2))
+    assert [key for key, _ in alerts.read_key_values_to_list()] == ["acc-1"]
