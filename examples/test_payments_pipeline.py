@@ -61,3 +61,25 @@ def test_a_late_payment_is_named_with_the_operator_that_dropped_it(pipeline):
         "p9", "dedupeWithinWatermark", T0 + timedelta(minutes=25))
     assert [m.rows_dropped_by_watermark for m in ran[0].state_metrics] == [0, 1]
     assert dead.is_empty() and totals.is_empty()  # [20, 30) is still open
+
+
+def test_ten_minute_windows_count_each_payment_id_once_in_a_known_currency(pipeline):
+    """Added for survivors of ``--streamtest-mutate``: the windows are 10 minutes (9.5
+    and 10.5 fall in two), a payment id is counted once even when a copy's fields
+    differ, and a payment in a currency without a rate is left out (an inner join)."""
+    driver, payments, _raw, totals, _dead = pipeline
+    payments.pipe_input("m1", payment("p1", "m1", "10.00", "EUR", 1))
+    payments.pipe_input("m1", payment("p1", "m1", "99.00", "EUR", 1))  # the id again
+    payments.pipe_input("m1", payment("p2", "m1", "5.00", "JPY", 2))   # no rate
+    payments.pipe_input("m1", payment("p3", "m1", "20.00", "USD", 9.5))
+    payments.pipe_input("m1", payment("p4", "m1", "3.00", "GBP", 10.5))
+    driver.process_all_available()
+    payments.pipe_input("m2", payment("p5", "m2", "1.00", "EUR", 30))  # watermark 25 min
+    driver.process_all_available()
+    written = sorted((value for _, value in totals.read_key_values_to_list()),
+                     key=lambda value: value["window_start"])
+    assert written == [
+        {"window_start": "2024-01-01T00:00:00.000Z", "merchant": "m1", "eur": 20.0,
+         "payments": 2},
+        {"window_start": "2024-01-01T00:10:00.000Z", "merchant": "m1", "eur": 6.0,
+         "payments": 1}]
