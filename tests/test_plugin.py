@@ -144,3 +144,14 @@ def test_a_crashed_xdist_worker_stops_the_mutation_run_at_once_not_at_its_bound(
         "no mutant was run: the tests must pass first; failed: *xdist worker gw1 crashed*",
     ])
     assert result.ret != 0
+
+
+def test_the_mutation_run_works_without_xdist(pytester):
+    """``pytest-xdist`` is optional: ``--streamtest-mutate`` under ``-p no:xdist`` runs
+    the tests and says what it found (here nothing: no topology was built)."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--streamtest-mutate",
+                                           timeout=120)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*streamtest mutation*", "overall: 0 mutants*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

@@ -67,9 +67,11 @@ class _Workers:
     def __init__(self, folder: str) -> None:
         self._folder = folder
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["streamtest_mutate_dir"] = self._folder
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         if error is None:
             return
@@ -254,6 +256,7 @@ class Mutation:
         return result
 
     # --- the controller's part: merge, gate, report ---------------------------------------
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: a run without xdist has none
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         from ..mutate._results import MutantResult
 
