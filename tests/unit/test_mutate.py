@@ -353,6 +353,18 @@ def test_the_user_s_code_is_what_is_not_ours_pyspark_s_or_the_standard_library_s
     assert is_users(path, stdlib="/usr/local/lib/python3.11/") is users
 
 
+def test_the_test_runner_s_files_are_not_the_user_s():
+    """A canned topology of this package is built from pytest's frames: no frame of it is
+    the user's, so it offers no mutant (an installed job elsewhere in site-packages is
+    still the user's)."""
+    import _pytest.runner
+    import pluggy
+
+    assert not is_users(os.path.abspath(_pytest.runner.__file__))
+    assert not is_users(os.path.abspath(pytest.__file__))
+    assert not is_users(os.path.abspath(pluggy.__file__))
+
+
 def test_ours_and_pyspark_s_files_are_not_the_user_s_and_a_test_file_is():
     import pyspark.sql.functions
 

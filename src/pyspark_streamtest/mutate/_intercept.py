@@ -132,6 +132,8 @@ class Mutator(BuildHook):
 
     def _offer(self, api: str, part: str, original: str, candidates: list[Candidate],
                occurrence: int, where: tuple[str, int, str]) -> list[Mutant]:
+        if where[1] == 0:  # no frame of the call is the user's: not their decision
+            return []
         site = self._site(api, part, occurrence, where)
         return [Mutant(site, operator, kind, original, shown, where[2])
                 for operator, kind, shown, _ in candidates]
@@ -144,7 +146,7 @@ class Mutator(BuildHook):
     def _chosen(self, mutants: list[Mutant], candidates: list[Candidate]) -> Any:
         """The active mutant's new value if it is one of ``mutants``, else a marker."""
         active = self.active
-        if active is not None:
+        if active is not None and mutants:
             for mutant, candidate in zip(mutants, candidates, strict=True):
                 if mutant.site == active.site and mutant.operator == active.operator:
                     self.applied += 1

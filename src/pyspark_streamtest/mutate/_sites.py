@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+import _pytest
+import pluggy
 import pyspark
+import pytest
 
 from ..errors import hide_our_frames
 
@@ -24,8 +27,11 @@ __tracebackhide__ = hide_our_frames
 # there is the user's.
 _NOT_USERS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
-    for path in (os.path.dirname(__file__), pyspark.__file__)
+    for path in (os.path.dirname(__file__), pyspark.__file__, _pytest.__file__,
+                 pytest.__file__, pluggy.__file__)
 )
+"""This package, PySpark, and the test runner (pytest, pluggy): a decision made where
+no frame is the user's, as in a canned topology of this package, is not the user's."""
 _STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
 _INSTALLED = ("site-packages", "dist-packages")
 
