@@ -77,6 +77,13 @@ def parse_duration(text: object) -> Duration | None:
     return Duration(micros, smallest)
 
 
+def durations_in(text: str) -> list[Duration]:
+    """Every amount-and-unit ``text`` names, in order (``"a < b + interval 10 minutes"``
+    → 10 minutes), each on its own: the parts of ``"1 hour 30 minutes"`` are two."""
+    return [Duration(int(amount) * _MICROS[unit.lower()], unit.lower())
+            for amount, unit in _PART.findall(text)]
+
+
 def from_millis(ms: int) -> Duration:
     """A duration given as integer milliseconds, its unit the largest that divides it
     (600000 → minutes), so that "one unit" reads as the author wrote it."""

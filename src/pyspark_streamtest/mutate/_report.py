@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import hide_our_frames
-from ._durations import _MICROS, _PART, Duration, parse_duration
+from ._durations import Duration, durations_in, parse_duration
 from ._results import MutantResult, Score
 
 __tracebackhide__ = hide_our_frames
@@ -82,10 +82,6 @@ def _changed_durations(mutant: Any) -> tuple[Duration, Duration] | None:
     """The duration the mutant changes and the new one, read from the call as written
     and the replacement: the one piece that differs where both name the same number of
     durations (an ``expr`` text with several intervals), else None."""
-    def durations(text: str) -> list[Duration]:
-        return [Duration(int(amount) * _MICROS[unit.lower()], unit.lower())
-                for amount, unit in _PART.findall(text)]
-
     if mutant.kind in ("watermark", "session gap", "trigger", "window"):
         # the call's argument of this site, and the new value
         after = parse_duration(mutant.replacement.removeprefix("duration ")
@@ -100,7 +96,7 @@ def _changed_durations(mutant: Any) -> tuple[Duration, Duration] | None:
             return None
         return before, after
     if mutant.kind == "join bound":
-        old, new = durations(mutant.original), durations(mutant.replacement)
+        old, new = durations_in(mutant.original), durations_in(mutant.replacement)
         if len(old) != len(new):
             return None
         changed = [(a, b) for a, b in zip(old, new, strict=True) if a.micros != b.micros]
