@@ -164,15 +164,20 @@ def test_each_query_runs_on_its_own_interval(spark):
             ("fast", at(31), 1), ("console", at(40), 1), ("noop", at(60), 2)]
 
 
-def test_available_now_and_once_queries_step_with_the_driver(spark):
+def test_available_now_and_once_queries_read_their_backlog_and_end(spark):
     def job(spark: SparkSession) -> None:
         rows = spark.readStream.schema("id INT").json("/in/rows")
         rows.writeStream.format("console").trigger(availableNow=True).start()
         rows.writeStream.format("noop").trigger(once=True).start()
 
     with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        # The job started with nothing to read: both backfills ended at once.
+        assert not driver.is_running and driver.batches == ()
+        assert driver.ended_outputs == ("console", "noop")
         driver.create_input_topic("rows").pipe_input({"id": 1})
-        assert [b.output for b in driver.process_all_available()] == ["console", "noop"]
+        assert [(b.output, b.num_input_rows) for b in driver.restart()] == [
+            ("console", 1), ("noop", 1)]
+        assert not driver.is_running
 
 
 def _is_pyspark_reader(reader: object) -> bool:
@@ -233,9 +238,8 @@ def test_waits_and_stops_in_the_job_do_not_block_or_end_the_session(spark):
      r"writeStream.foreach\(int\): the writer must be a function of a row"),
     (lambda s: s.readStream.format("kafka").option("subscribePattern", "orders-.*").load(),
      r"pattern 'orders-\.\*'.*from_app\(\.\.\., topics=\["),
-    (lambda s: s.readStream.format("kafka").option("subscribe", "a")
-     .option("maxOffsetsPerTrigger", 100).load(),
-     r"maxOffsetsPerTrigger=100.*ignore_options=\{'maxOffsetsPerTrigger'\}"),
+    (lambda s: s.readStream.schema("id INT").option("maxFilesPerTrigger", 2).json("/in/r"),
+     r"maxFilesPerTrigger=2.*ignore_options=\{'maxFilesPerTrigger'\}"),
     (lambda s: s.readStream.json("/in/no-schema"),
      r"json path '/in/no-schema' without stating its schema.*schemas="),
     (lambda s: s.readStream.format("rate").load().writeStream.format("memory").start(),
@@ -277,22 +281,22 @@ def test_the_suite_s_ignored_options_reach_every_fixture_made_driver(spark):
     from pyspark_streamtest.plugin._factory import DriverFactory
 
     def job(spark: SparkSession) -> None:
-        (spark.readStream.format("kafka").option("subscribe", "orders")
-         .option("maxOffsetsPerTrigger", 1).option("maxTriggerDelay", "5s").load()
+        (spark.readStream.schema("n STRING").option("maxFilesPerTrigger", 1)
+         .option("maxBytesPerTrigger", "1k").json("/in/orders")
          .writeStream.format("memory").queryName("orders").start())
 
     made: list[TopologyTestDriver] = []
     plain = DriverFactory(spark, made)
-    with pytest.raises(UnsupportedAppCallError, match="maxOffsetsPerTrigger"):
+    with pytest.raises(UnsupportedAppCallError, match="maxFilesPerTrigger"):
         plain.from_app(job)
-    suite = DriverFactory(spark, made, ignore_options=frozenset({"maxOffsetsPerTrigger"}))
-    with pytest.raises(UnsupportedAppCallError, match="maxTriggerDelay"):
+    suite = DriverFactory(spark, made, ignore_options=frozenset({"maxFilesPerTrigger"}))
+    with pytest.raises(UnsupportedAppCallError, match="maxBytesPerTrigger"):
         suite.from_app(job)  # the suite's set alone does not cover the job's other limit
-    driver = suite.from_app(job, ignore_options={"maxTriggerDelay"})  # the two add up
+    driver = suite.from_app(job, ignore_options={"maxBytesPerTrigger"})  # the two add up
     try:
-        driver.create_input_topic("orders", value_serializer="string").pipe_input("1")
+        driver.create_input_topic("orders").pipe_value_list([{"n": "1"}, {"n": "2"}])
         (batch,) = driver.process_all_available()
-        assert batch.num_input_rows == 1
+        assert batch.num_input_rows == 2
     finally:
         for each in made:
             each.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Literal, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
@@ -35,7 +36,11 @@ class Declarer(Protocol):
         self, name: str, *, schema: str | StructType, timestamp_column: str | None = None
     ) -> DataFrame: ...
 
-    def kafka_input(self, name: str, *, include_headers: bool = False) -> DataFrame: ...
+    def kafka_input(
+        self, name: str, *, partitions: int = 1, include_headers: bool = False,
+        max_offsets_per_trigger: int | None = None, min_offsets_per_trigger: int | None = None,
+        max_trigger_delay: timedelta | None = None,
+    ) -> DataFrame: ...
 
     def output(self, name: str, df: DataFrame, *, output_mode: Mode = "append") -> None: ...
 
@@ -49,7 +54,10 @@ class Declarer(Protocol):
         output_mode: Mode = "append",
     ) -> None: ...
 
-    def _set_trigger(self, name: str, interval_ms: int | None) -> None: ...
+    def _set_trigger(self, name: str, interval_ms: int | None,
+                     trigger: str = "processingTime") -> None: ...
+
+    def _share_read_limit(self, names: Sequence[str]) -> None: ...
 
     def _leave_out_input(self, name: str, why: str) -> None: ...
 
@@ -69,9 +77,15 @@ class AppSettings:
     schemas: Mapping[str, str | StructType] = field(default_factory=dict)
     """Source (table or path) -> its schema, where the job does not state one."""
     ignore_options: frozenset[str] = frozenset()
-    """Options the job sets that the driver would refuse (rate limits), to run without."""
+    """Options the job sets to run without: a file source's rate limits the driver would
+    refuse, or a Kafka source's it would honour."""
     outputs: tuple[str, ...] | None = None
     """The only outputs to run (``from_app(outputs=[...])``); None runs every query."""
+    partitions: Mapping[str, int] = field(default_factory=dict)
+    """A Kafka topic's input name -> its partition count (1 for a topic not named)."""
+    argv: tuple[str, ...] = ()
+    """The job's command-line arguments: ``sys.argv`` is ``[<its module>, *argv]`` while
+    it runs (``from_app(argv=[...])``)."""
 
 
 @dataclass

@@ -4,7 +4,8 @@ end the session turned towards the driver, and puts PySpark back afterwards."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -35,7 +36,7 @@ def app_topology(app: App, settings: AppSettings) -> Callable[[Declarer], None]:
 
     def topology(t: Declarer) -> None:
         run = AppRun(t, settings)
-        with intercepted(t.spark, run):
+        with intercepted(t.spark, run), command_line(app, settings.argv):
             if takes_session:
                 app(t.spark)
             else:
@@ -46,6 +47,35 @@ def app_topology(app: App, settings: AppSettings) -> Callable[[Declarer], None]:
     topology.__qualname__ = topology.__name__ = f"from_app({getattr(app, '__name__', app)})"
     topology._streamtest_app = app  # type: ignore[attr-defined]  # the job, for build hooks
     return topology
+
+
+@contextmanager
+def command_line(app: App, argv: tuple[str, ...]) -> Iterator[None]:
+    """``sys.argv`` as the job sees it when run as ``python job.py *argv``: its module's
+    file (or name) and ``argv``, never pytest's own command line. Always restored."""
+    module = sys.modules.get(getattr(app, "__module__", "") or "")
+    program = getattr(module, "__file__", None) or getattr(app, "__module__", None) or "job"
+    saved = sys.argv
+    sys.argv = [str(program), *argv]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def checked_argv(argv: object) -> tuple[str, ...]:
+    """``from_app(argv=...)`` checked: a list of strings, as a shell gives them."""
+    if isinstance(argv, (str, bytes)) or not isinstance(argv, Iterable):
+        raise InvalidArgumentTypeError(
+            f"from_app(argv=...) takes a list of strings, as a shell splits a command "
+            f"line (['--trigger', 'availableNow']), got {argv!r}")
+    listed = tuple(argv)
+    bad = [a for a in listed if not isinstance(a, str)]
+    if bad:
+        raise InvalidArgumentTypeError(
+            f"from_app(argv=...) takes strings only, as a shell gives them; got {bad[0]!r} "
+            f"({type(bad[0]).__name__}): pass str({bad[0]!r})")
+    return listed
 
 
 def _leave_out(run: AppRun, wanted: tuple[str, ...]) -> None:

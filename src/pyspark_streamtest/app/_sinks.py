@@ -31,6 +31,7 @@ class AppStreamWriter:
         self._mode: Mode = "append"
         self._query_name: str | None = None
         self._trigger_ms: int | None = None
+        self._trigger_kind = "processingTime"
         self._batch_function: Any = None
 
     def format(self, source: str) -> AppStreamWriter:
@@ -68,13 +69,33 @@ class AppStreamWriter:
     def trigger(
         self, *, processingTime: str | None = None, once: bool | None = None,  # noqa: N803
         continuous: str | None = None, availableNow: bool | None = None,  # noqa: N803
+        **others: Any,
     ) -> AppStreamWriter:
+        if "realTime" in others:
+            raise UnsupportedAppCallError(
+                f"trigger(realTime={others['realTime']!r}): Spark's real-time mode (4.1+) "
+                "runs long-lived batches that process each record as it arrives, and the "
+                "driver steps micro-batches, so it cannot run it faithfully. Test the "
+                "query's logic with a processingTime trigger (let the job take its trigger "
+                "as an argument: from_app(main, argv=[...]))")
+        if others:
+            raise UnsupportedAppCallError(
+                f"trigger({', '.join(f'{k}=...' for k in others)}): a trigger this driver "
+                "does not know (a newer PySpark's?); supported: processingTime, once, "
+                "availableNow")
         if continuous is not None:
             raise UnsupportedAppCallError(
                 f"trigger(continuous={continuous!r}): continuous processing is not supported "
                 "by the driver (it steps micro-batches); test the job with a processingTime "
                 "trigger"
             )
+        given = [name for name, value in (("processingTime", processingTime), ("once", once),
+                                          ("availableNow", availableNow)) if value is not None]
+        if len(given) > 1:
+            raise UnsupportedAppCallError(
+                f"trigger() takes one of processingTime, once, availableNow (PySpark's rule "
+                f"too); the job gave {', '.join(given)}")
+        self._trigger_kind = "processingTime"
         if processingTime is not None:
             try:
                 interval = self._run.declarer._processing_time_ms(processingTime)
@@ -83,8 +104,13 @@ class AppStreamWriter:
                     f"trigger(processingTime={processingTime!r}): {error}"
                 ) from None
             self._trigger_ms = interval or None
-        else:  # once / availableNow: batches run when the test steps the driver
+        elif once or availableNow:  # read the backlog found at the start, then end
             self._trigger_ms = None
+            self._trigger_kind = "once" if once else "availableNow"
+        else:
+            raise UnsupportedAppCallError(
+                "trigger() needs processingTime, once=True or availableNow=True (PySpark "
+                "refuses a trigger without one, or with once/availableNow not True)")
         return self
 
     def foreachBatch(self, func: Any) -> AppStreamWriter:  # noqa: N802 (PySpark's name)
@@ -137,7 +163,7 @@ class AppStreamWriter:
         name, declare = self._output(table)
         if run.is_selected(name):
             declare(name)
-            run.declarer._set_trigger(name, self._trigger_ms)
+            run.declarer._set_trigger(name, self._trigger_ms, self._trigger_kind)
             run.selected.append(self._df)
         else:
             run.left_out.append((name, self._df))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any, cast
 
 from pyspark.sql import DataFrame
@@ -19,13 +20,16 @@ __tracebackhide__ = hide_our_frames
 FILE_FORMATS = ("json", "csv", "parquet", "orc", "text")
 SOURCES = ("kafka", "rate", "rate-micro-batch", "socket", *FILE_FORMATS, "delta", "table")
 _RATE_SCHEMA = "timestamp TIMESTAMP, value BIGINT"
-# Options that decide how many records one batch takes. The driver puts every record
-# piped between two steps into one batch, so it cannot honour them (Spark's file source
-# honours them itself for a file source that lands files: from_app(land_files=...)).
-_RATE_LIMITS = (
-    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "maxFilesPerTrigger", "maxBytesPerTrigger",
-)
+# Options of a file source that decide how many files one batch takes. The driver puts
+# every row piped between two steps into one batch, so it cannot honour them for rows
+# (Spark's file source honours them itself for a source that lands files:
+# from_app(land_files=...)). A Kafka source's limits are honoured (see _kafka_limits).
+_RATE_LIMITS = ("maxFilesPerTrigger", "maxBytesPerTrigger")
+_KAFKA_LIMITS = ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay")
+# Spark's time strings (JavaUtils.timeStringAsMs): a number, and a unit (ms without one).
+_TIME_STRING = re.compile(r"(-?[0-9]+)([a-z]+)?")
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+                  "h": 3_600_000, "d": 86_400_000}
 
 
 class AppStreamReader:
@@ -116,20 +120,55 @@ class AppStreamReader:
 
     # --- sources ------------------------------------------------------------------------------
     def _kafka(self) -> DataFrame:
-        self._refuse_rate_limits("kafka")
         topics = self._topics()
         headers = self._options.get("includeHeaders", "false").lower() == "true"
+        limits = self._kafka_limits()
         frames = []
+        names = []
         for topic in topics:
             name = self._run.input_name(topic, topic)
+            names.append(name)
             frames.append(self._once(
-                name, ("kafka", headers),
-                lambda name=name: self._run.declarer.kafka_input(name, include_headers=headers),
+                name, ("kafka", headers, tuple(sorted(limits.items(), key=str))),
+                lambda name=name: self._run.declarer.kafka_input(
+                    name, partitions=self._run.settings.partitions.get(name, 1),
+                    include_headers=headers, **limits),
             ))
+        if limits and len(names) > 1:  # one source: its topics share the limits
+            self._run.declarer._share_read_limit(names)
         union = frames[0]
         for frame in frames[1:]:
             union = union.union(frame)
         return union
+
+    def _kafka_limits(self) -> dict[str, Any]:
+        """The source's ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` and
+        ``maxTriggerDelay`` (Spark reads Kafka options in any case), parsed as Spark
+        parses them, as ``kafka_input`` keywords; an option in ``ignore_options`` is
+        left out (the job runs without it)."""
+        given = {key.lower(): value for key, value in self._options.items()}
+        limits: dict[str, Any] = {}
+        for option, keyword in zip(_KAFKA_LIMITS, (
+                "max_offsets_per_trigger", "min_offsets_per_trigger", "max_trigger_delay"),
+                strict=True):
+            text = given.get(option.lower())
+            if text is None or option in self._run.settings.ignore_options:
+                continue
+            if option == "maxTriggerDelay":
+                limits[keyword] = timedelta(milliseconds=_time_string_ms(option, text))
+            elif re.fullmatch(r"-?[0-9]+", text.strip()):
+                limits[keyword] = int(text)
+            else:
+                raise UnsupportedAppCallError(
+                    f"the job's kafka source sets {option}={text!r}: Spark reads it as a "
+                    "whole number of records (Long) and fails the query on this value")
+        minimum, maximum = (limits.get("min_offsets_per_trigger"),
+                            limits.get("max_offsets_per_trigger"))
+        if minimum is not None and maximum is not None and minimum > maximum:
+            raise UnsupportedAppCallError(
+                f"the job's kafka source sets minOffsetsPerTrigger={minimum} above "
+                f"maxOffsetsPerTrigger={maximum}; Spark refuses it too")
+        return limits
 
     def _topics(self) -> list[str]:
         options = self._options
@@ -246,6 +285,18 @@ class AppStreamReader:
                     "cannot honour it. Pipe as many records per step as one batch should "
                     f"take, and pass from_app(..., ignore_options={{{option!r}}})"
                 )
+
+
+def _time_string_ms(option: str, text: str) -> int:
+    """``text`` as Spark's ``JavaUtils.timeStringAsMs`` reads it: ``15m``, ``10s``,
+    ``500`` (milliseconds); microseconds round down."""
+    found = _TIME_STRING.fullmatch(text.strip().lower())
+    unit = found.group(2) if found else None
+    if found is None or (unit is not None and unit not in _TIME_UNITS_MS):
+        raise UnsupportedAppCallError(
+            f"the job's kafka source sets {option}={text!r}, which Spark cannot read as a "
+            "time (a number and a unit: us, ms, s, m, min, h, d)")
+    return int(int(found.group(1)) * _TIME_UNITS_MS[unit or "ms"])
 
 
 def _option_text(value: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pyspark.sql.types import StructType
 
-from ..app import App, AppSettings, app_topology, selected_outputs
+from ..app import App, AppSettings, app_topology, checked_argv, selected_outputs
 from ..app._landing import LandingSettings, checked_land_files
 from ..errors import InvalidArgumentError, hide_our_frames
 from ._specs import _InputSpec
@@ -43,6 +43,8 @@ class AppVerbs:
         trigger_interval: timedelta | None = None,
         outputs: Iterable[str] | None = None,
         land_files: bool | Iterable[str] = False,
+        argv: Sequence[str] = (),
+        partitions: Mapping[str, int] | None = None,
         **driver_options: Any,
     ) -> _Driver:
         """A driver for a production job as it is: ``app`` is its ``main(spark)`` (or a
@@ -67,8 +69,25 @@ class AppVerbs:
         with the job's format, schema and options (``maxFilesPerTrigger`` and its kin
         included); the test lands files with the input handle's ``land_file`` and
         ``land_lines`` (see the guide "Land files as they arrive"). A name that is not
-        one of the job's file sources is an ``InvalidArgumentError``. The rest are the
-        constructor's options (``spark``, ``start_time``, ``sql_conf``...).
+        one of the job's file sources is an ``InvalidArgumentError``. ``argv`` is the job's
+        command line: while it runs, ``sys.argv`` is ``[<the job's module file>, *argv]``
+        (an ``argparse`` ``main(argv=None)`` parses ``argv``, never pytest's own command
+        line), restored after each call. The rest are the constructor's options
+        (``spark``, ``start_time``, ``sql_conf``...). ``partitions`` gives a Kafka
+        topic's partition count by its input name (``{"events": 3}``; 1 for a topic not
+        named): records are
+        placed over them by key as Kafka's default partitioner does, and read limits are
+        shared over them; a topic the job does not read is an ``InvalidArgumentError``.
+
+        **Read limits and backfills.** A Kafka source's ``maxOffsetsPerTrigger``,
+        ``minOffsetsPerTrigger`` and ``maxTriggerDelay`` are honoured at every trigger as
+        Spark's Kafka source honours them (the topics of one ``subscribe`` share them).
+        A query with ``trigger(availableNow=True)`` reads the backlog it finds when it
+        starts, in the batches those limits make and the no-data batches the watermark
+        asks for, and ends; ``trigger(once=True)`` reads all of it in one batch and
+        ends. The job's queries start when the driver is made, so a backfill finds what
+        was piped by then (nothing, on a new driver): :meth:`restart` is the job's next
+        scheduled run, on the same checkpoints, reading what was piped since.
 
         The job's ``checkpointLocation`` is never created or read (the driver's own
         temporary checkpoint is used); ``awaitTermination()`` and
@@ -80,11 +99,20 @@ class AppVerbs:
         lands = checked_land_files(land_files)
         settings = LandingSettings(dict(inputs or {}), tuple(topics), dict(schemas or {}),
                                    frozenset(ignore_options), selected_outputs(outputs),
+                                   dict(partitions or {}), checked_argv(argv),
                                    land_files=lands)
         make: Any = cls  # the driver class, whose constructor takes these
         driver: _Driver = make(app_topology(app, settings), trigger_interval=trigger_interval,
                                **driver_options)
         driver._app_settings = settings
+        unknown = set(settings.partitions) - {
+            name for name, spec in driver._inputs.items() if spec.kafka is not None}
+        if unknown:
+            driver.close()
+            raise InvalidArgumentError(
+                f"from_app(partitions=...) names {sorted(unknown)}, but the job reads no "
+                "Kafka topic of that input name; its Kafka topics are "
+                f"{sorted(n for n, spec in driver._inputs.items() if spec.kafka is not None)}")
         if isinstance(lands, frozenset):
             landing = {n for n, spec in driver._inputs.items() if spec.files is not None}
             if lands - landing:

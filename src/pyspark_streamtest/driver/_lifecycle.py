@@ -93,8 +93,18 @@ class Lifecycle:
     @property
     def is_running(self) -> bool:
         """True while the queries run: from creation until :meth:`stop`, and again after
-        :meth:`start`."""
+        :meth:`start`; False once every query has ended by itself (see
+        :attr:`ended_outputs`)."""
         return not self._closed and self._queries.running
+
+    @property
+    def ended_outputs(self) -> tuple[str, ...]:
+        """The outputs whose query ended by itself, as in production: a job's query with
+        ``trigger(availableNow=True)`` or ``trigger(once=True)`` reads the backlog it
+        finds when it starts and ends. Its batches, outputs and state stay readable;
+        :meth:`restart` runs it again on its checkpoint (the job's next scheduled run),
+        reading what was piped since."""
+        return self._queries.ended
 
     def stop(self) -> None:
         """Stop every query, as Spark's ``StopStream``: checkpoints, state, the watermark

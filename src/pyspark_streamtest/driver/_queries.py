@@ -24,6 +24,7 @@ from ..errors import (
     hide_our_frames,
 )
 from ..kafka._broker import Broker
+from ._backfill import run_backfill
 from ._landing import landing_dirs, temp_root
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
@@ -119,8 +120,19 @@ class Queries:
 
     @property
     def running(self) -> bool:
-        """True while the queries run (between :meth:`start` and :meth:`stop`)."""
+        """True while the queries run (between :meth:`start` and :meth:`stop`, and until
+        every backfill query has ended)."""
         return any(r.running for r in self.runners)
+
+    @property
+    def active(self) -> list[QueryRunner]:
+        """The runners whose query runs (not stopped, not ended)."""
+        return [r for r in self.runners if r.running]
+
+    @property
+    def ended(self) -> tuple[str, ...]:
+        """The outputs whose query ended by itself (``availableNow``, ``once``)."""
+        return tuple(r.name for r in self.runners if r.ended and not r.running)
 
     def check_checkpoints(self) -> None:
         """Raise :class:`CheckpointMissingError` if a query that has run batches has lost
@@ -163,7 +175,10 @@ class Queries:
         failed: BatchFailedError | None = None
         for runner in self.runners:
             try:
-                record(runner.start(now_ms))
+                first = runner.start(now_ms)
+                record(first)
+                if runner.backfill:
+                    run_backfill(runner, first, record)
             except BatchFailedError as error:
                 failed = failed or error
         if failed is not None:
@@ -187,8 +202,9 @@ class Queries:
                 runner.enqueue_empty(input_name)
 
     def flush(self) -> None:
-        """Hand every query's queued rows to its memory streams (one offset each)."""
-        for runner in self.runners:
+        """Hand every running query's queued rows to its memory streams (one offset
+        each); a stopped or ended query's wait for its start."""
+        for runner in self.active:
             runner.flush()
 
     def close(self) -> None:

@@ -41,14 +41,16 @@ from ..kafka._broker import Broker
 from ..state._late import late_records
 from . import _batch_records as batch_records
 from ._culprit import CulpritSearch, batch_failure, raising_record
+from ._feed import SourceFeed
 from ._landing import LandedInputs
-from ._piped import RecordBlock, RecordQueue
+from ._piped import RecordQueue
 from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
 _QUERY_SERIALS = itertools.count(1)
+
 
 
 class QueryRunner:
@@ -87,15 +89,8 @@ class QueryRunner:
         self._timeout_s = timeout_s
         self._schema_json = built.dataframe.schema.json()
         self._decode = row_decoder(built.dataframe.schema)
-        self._pending: dict[str, list[str]] = {name: [] for name in self.input_names}
         self._partitions = dict(built.input_partitions)
-        self._pending_parts: dict[str, list[int]] = {name: [] for name in self.input_names}
-        self._pending_empty: set[str] = set()
-        self._pending_records = RecordQueue()
-        self._in_flight = RecordQueue()
-        self._blocks: list[RecordBlock] = []  # bulk pipes' records, built when first read
-        self._lines: dict[int, str] = {}  # id(record) -> its JSON line (records stay alive
-        # in the history, so ids are not reused)
+        self._feed = SourceFeed(built, self._streams)
         # The records of a failed batch: a restart retries exactly that batch (its
         # offsets are in the offset log), before anything piped after the failure.
         self._retry: tuple[TestRecord, ...] | None = None
@@ -112,6 +107,9 @@ class QueryRunner:
         self._attempt = 1  # the attempt of the next batch recorded (2 after a crash)
         self._resumed_watermark: datetime | None = None  # the watermark the checkpoint's
         # last batch ran with, for the late records of the first batch after an upgrade
+        self.ended = False
+        """The query ended by itself: an ``availableNow`` or ``once`` trigger read its
+        backlog (a start runs it again, as the next scheduled run of the job)."""
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -128,6 +126,12 @@ class QueryRunner:
         so far handed to the sources. Spark runs the first trigger at once; returns the
         batch it ran, if any."""
         self.flush()
+        self._feed.admitted.restarted()
+        self.ended = False
+        if self.built.spec.trigger == "availableNow":
+            self._feed.admitted.fix_end()
+        if self._retry is None:  # a retried batch reads its logged offsets, nothing new
+            self._admit(now_ms)
         self._callbacks = CallbackConnections(self._jvm.gateway)
         self.clock = _clock.ManualClock(self._jvm, now_ms)
         self._sink = CollectingSink(self._jvm, then=self.built.spec.foreach_batch,
@@ -154,6 +158,18 @@ class QueryRunner:
             if self._twin is not None:
                 self._twin.force_watermark(self._forced_ms, self.next_batch_id)
         return ran
+
+    @property
+    def backfill(self) -> bool:
+        """The query reads what it finds when it starts, then ends (``availableNow``,
+        ``once``): :func:`~._backfill.run_backfill` runs it after :meth:`start`."""
+        return self.built.spec.trigger in ("availableNow", "once")
+
+    def backfill_ended(self) -> None:
+        """The backfill read its backlog: stop the query, as Spark ends it."""
+        self._feed.admitted.release_end()
+        self.stop()
+        self.ended = True
 
     def _start_query(self) -> Any:
         assert self.clock is not None and self._sink is not None
@@ -216,7 +232,7 @@ class QueryRunner:
                 stream.pad_to(committed.offsets[position])
             if carried is not None and input_name in old:
                 old.discard(input_name)  # a source read twice (a self-union) is one stream
-                lines = carried._in_flight.lines_of(input_name, carried._lines)
+                lines = carried._feed.in_flight.lines_of(input_name, carried._feed.lines)
                 if lines:
                     stream.add_json_lines(lines)
             if logged is not None and position < len(logged.offsets):
@@ -231,32 +247,15 @@ class QueryRunner:
             return
         self.last_batch = carried.last_batch
         kept = set(self.input_names)
-        self._in_flight = carried._in_flight.of_topics(kept)
+        self._feed.carry(carried._feed, kept)
         if carried._retry is not None:
             self._retry = tuple(r for r in carried._retry if r.topic in kept)
-        self._lines = dict(carried._lines)
-        self._blocks = list(carried._blocks)
-        for block in self._blocks:
-            block.share_lines(self._lines)
-        for name in kept & set(carried.input_names):
-            self._pending[name] = list(carried._pending[name])
-            self._pending_parts[name] = list(carried._pending_parts[name])
-        self._pending_records = carried._pending_records.of_topics(kept)
-        self._pending_empty = carried._pending_empty & kept
 
     # --- input ----------------------------------------------------------------------------
     def enqueue(
         self, input_name: str, lines: list[str], records: Sequence[TestRecord]
     ) -> None:
-        self._pending[input_name].extend(lines)
-        self._pending_records.add(records)
-        if isinstance(records, RecordBlock):  # built when first read (no partitions)
-            self._pending_parts[input_name].extend(itertools.repeat(0, len(records)))
-            self._blocks.append(records)
-            records.share_lines(self._lines)
-            return
-        self._pending_parts[input_name].extend(r.partition or 0 for r in records)
-        self._lines.update((id(record), line) for record, line in zip(records, lines, strict=True))
+        self._feed.enqueue(input_name, lines, records)
 
     # --- late records ---------------------------------------------------------------------
     @property
@@ -276,7 +275,7 @@ class QueryRunner:
     def source_line(self, record: TestRecord) -> tuple[int, str] | None:
         """The source (its leaf's expression id) and JSON line ``record`` reached this
         query as (a landed file's source with no line); None if it did not reach it."""
-        line, stream = self._lines.get(id(record)), self._streams.get(record.topic)
+        line, stream = self._feed.lines.get(id(record)), self._streams.get(record.topic)
         if line is None or stream is None:
             return None if stream is None else self._files.source_line(record)
         return stream.raw_expr_id, line
@@ -301,29 +300,25 @@ class QueryRunner:
 
     def enqueue_empty(self, input_name: str) -> None:
         """Queue an offset of zero rows for ``input_name`` (a data batch with no rows)."""
-        self._pending_empty.add(input_name)
+        self._feed.enqueue_empty(input_name)
 
     def flush(self) -> None:
-        """Hand everything piped since the last trigger to the sources (one offset each;
-        an empty offset where only :meth:`enqueue_empty` was asked for)."""
-        for input_name, stream in self.built.streams:
-            lines = self._pending[input_name]
-            if lines:
-                partitions = self._partitions.get(input_name, 1)
-                if partitions > 1:  # one offset per partition: one input partition each
-                    blocks: list[list[str]] = [[] for _ in range(partitions)]
-                    for line, part in zip(lines, self._pending_parts[input_name], strict=True):
-                        # (modulo: records queued before an upgrade that changed the count)
-                        blocks[part % partitions].append(line)
-                    stream.add_json_blocks(blocks)
-                else:
-                    stream.add_json_lines(lines)
-                self._pending[input_name] = []
-                self._pending_parts[input_name] = []
-            elif input_name in self._pending_empty:
-                stream.add_empty_batch()
-        self._pending_empty.clear()
-        self._in_flight.extend(self._pending_records.take())
+        """Hand everything piped since the last trigger to the sources (see
+        :class:`SourceFeed`)."""
+        self._feed.flush()
+
+    @property
+    def has_backlog(self) -> bool:
+        """Records wait that a later trigger may admit (read limits held them back)."""
+        return self._feed.has_backlog
+
+    @property
+    def counts_every_trigger(self) -> bool:
+        """Every trigger of this query matters (see :class:`AdmittedInputs`)."""
+        return self._feed.counts_every_trigger
+
+    def _admit(self, now_ms: int) -> None:
+        self._feed.admit(now_ms, read_all=self.built.spec.trigger == "once")
 
     # --- triggers -------------------------------------------------------------------------
     @property
@@ -336,12 +331,16 @@ class QueryRunner:
         """Move this query's clock; if a trigger comes due (the query wakes), the clock's
         count of waits it woke from (for :meth:`finish_trigger`), else None."""
         assert self.clock is not None
+        due = self.clock.next_trigger_ms
+        if due is not None and due <= now_ms:
+            self._admit(now_ms)
         return self.clock.advance_to(now_ms)
 
     def clock_release(self) -> int:
         """Let this query run one trigger at the current time; returns the clock's count
         of waits it is released from (for :meth:`finish_trigger`)."""
         assert self.clock is not None
+        self._admit(self.clock.now_ms)
         return self.clock.release_once()
 
     def watermark_ms(self) -> int | None:
@@ -372,7 +371,7 @@ class QueryRunner:
                 self._twin.drop("a batch failed" if not isinstance(
                     self._sink.error, InjectedCrashError) else "a crash injected by the test")
             if self._retry is None:
-                self._retry = tuple(self._in_flight)  # builds them: reported in the error
+                self._retry = tuple(self._feed.in_flight)  # builds them: reported in the error
             if isinstance(self._sink.error, InjectedCrashError):
                 return self._recover_from_crash()
             cause = without_pyspark_frames(
@@ -469,10 +468,10 @@ class QueryRunner:
         if self._retry is not None:  # the retried batch reads what the failed one read
             if num_input:
                 consumed.add(self._retry)
-                self._in_flight.drop_first(len(self._retry))
+                self._feed.in_flight.drop_first(len(self._retry))
             self._retry = None
         elif num_input:
-            consumed = self._in_flight.take()
+            consumed = self._feed.in_flight.take()
         if self._files and new_data:  # the files Spark's log says the batch read
             consumed.add(self._files.of_batch(self.checkpoint, batch_id))
         processing_time = from_ms(self.clock.now_ms)

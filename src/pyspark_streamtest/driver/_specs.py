@@ -18,6 +18,7 @@ from .._spark.query.plan import LateRule
 from ..core._values import StructEncoder
 from ..errors import TopologyError, hide_our_frames
 from ..kafka._shapes import KafkaInput, KafkaOutput
+from ..kafka.admission import ReadLimit
 from ._landing import FileSource, LandingSource
 
 __tracebackhide__ = hide_our_frames
@@ -44,6 +45,9 @@ class _InputSpec:
     """Why no query reads it (``from_app(outputs=...)`` left its readers out), or None."""
     files: FileSource | None = None
     """A file input's reader and landing directory (None for an input of rows)."""
+    read_limit: ReadLimit | None = None
+    """A Kafka input's admission control (``maxOffsetsPerTrigger`` and its kin), shared
+    by the inputs of one source; None takes every record piped before a trigger."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class _OutputSpec:
     collected (not compared: a job may make a new closure on every call)."""
     trigger_ms: int | None = None
     """The query's own processing-time trigger interval (set by ``from_app``)."""
+    trigger: str = "processingTime"
+    """``"processingTime"``, or ``"availableNow"`` / ``"once"`` for a query that reads
+    the backlog it finds when it starts and then ends (set by ``from_app``)."""
     from_app: bool = False
     """A query of a job run by ``from_app`` (its next version comes by ``restart(app=)``)."""
 
@@ -83,6 +90,8 @@ class _BuiltOutput:
     sources: tuple[str, ...] = ()
     """The input each of the query's sources reads, in Spark's source order (the order
     of the offset log's lines: the plan's streaming leaves, left to right)."""
+    read_limits: tuple[tuple[str, ReadLimit], ...] = ()
+    """(input name, its source's read limit) per input it reads with one."""
     rebuild: Callable[[], _BuiltOutput] | None = field(default=None, compare=False)
     """The same output built again by the topology function, over sources of its own
     (the differential oracle runs it by Spark alone)."""

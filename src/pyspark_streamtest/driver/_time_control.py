@@ -24,7 +24,7 @@ from ..errors import (
     hide_our_frames,
 )
 from ._history import History
-from ._queries import Queries
+from ._queries import Queries, names_text
 from ._runner import QueryRunner
 
 __tracebackhide__ = hide_our_frames
@@ -83,16 +83,19 @@ class TimeControl:
         ran: list[BatchRecord] = []
         # A query whose trigger ran nothing runs nothing at its later triggers on the way
         # (nothing is piped meanwhile): skip them. Queries may have different intervals.
+        # A query with a backlog its read limits hold back, or counting time towards
+        # maxTriggerDelay, is never quiet: each of its triggers admits what Spark's would.
         quiet: set[str] = set()
         while True:
-            due = {r.name: r.next_trigger_ms for r in self._queries.runners
+            due = {r.name: r.next_trigger_ms for r in self._queries.active
                    if r.name not in quiet and r.next_trigger_ms is not None}
             next_trigger = min(due.values(), default=None)
             if next_trigger is None or next_trigger > target:
                 break
             batches = self._move_clock(next_trigger)
             ran.extend(batches)
-            busy = {b.output for b in batches}
+            busy = {b.output for b in batches} | {
+                r.name for r in self._queries.active if r.counts_every_trigger}
             quiet |= {name for name, ms in due.items() if ms == next_trigger} - busy
         ran.extend(self._move_clock(target))
         return ran
@@ -106,7 +109,7 @@ class TimeControl:
 
     def process_all_available(self) -> list[BatchRecord]:
         self._require_running("process_all_available()")
-        busy = list(self._queries.runners)
+        busy = self._queries.active
         ran: list[BatchRecord] = []
         for _ in range(MAX_ROUNDS):
             if not busy:
@@ -117,6 +120,10 @@ class TimeControl:
             for runner in busy:
                 last = runner.last_batch
                 if last is None or last is before[id(runner)]:
+                    continue
+                if runner.has_backlog:
+                    # Read limits left records for the next trigger: Spark runs it.
+                    still_busy.append(runner)
                     continue
                 if last.is_data_batch and not (
                         runner.built.runs_no_data_batches or runner.built.reads_files):
@@ -172,7 +179,7 @@ class TimeControl:
                     "query), so there is nothing to advance"
                 )
             return [runner]
-        runners = [r for r in self._queries.runners if r.watermark_ms() is not None]
+        runners = [r for r in self._queries.active if r.watermark_ms() is not None]
         if not runners:
             raise InvalidArgumentError(
                 "no query of this topology has an event-time watermark (withWatermark); "
@@ -181,6 +188,14 @@ class TimeControl:
         return runners
 
     def _require_running(self, verb: str) -> None:
+        ended = self._queries.ended
+        if not self._queries.running and ended:
+            raise DriverStoppedError(
+                f"{verb} needs running queries, and every query of the driver has ended: "
+                f"{names_text(ended)} ran with trigger availableNow or once, which reads "
+                "the backlog it finds at its start and ends, as in production. "
+                "driver.restart() runs the job again on its checkpoints (the next scheduled "
+                "run), reading what was piped since")
         if not self._queries.running:
             raise DriverStoppedError(
                 f"{verb} needs running queries, and the driver's queries are stopped "
@@ -198,7 +213,7 @@ class TimeControl:
         run it. Returns the batches they ran."""
         self.flush_inputs()
         started = []
-        for runner in self._queries.runners:
+        for runner in self._queries.active:
             calls = runner.clock_set(now_ms)
             if calls is not None:
                 started.append((runner, calls))

@@ -19,8 +19,9 @@ it serves any number of queries, each reading the files from its own checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from functools import partial
 from typing import Literal, cast
 
@@ -40,12 +41,14 @@ from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts
 from .._spark.query.start import processing_time_ms
 from ..core._build_hook import build_hook
 from ..core._values import StructEncoder
+from ..core.time import duration_ms
 from ..errors import (
     TopologyError,
     UnsupportedSchemaError,
     hide_our_frames,
 )
 from ..kafka._shapes import KafkaInput, kafka_sink_frame
+from ..kafka.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, ReadLimit
 from ..kafka.serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
@@ -157,6 +160,9 @@ class Topology:
         partitions: int = 1,
         include_headers: bool = False,
         timestamp_type: TimestampTypeName = "CreateTime",
+        max_offsets_per_trigger: int | None = None,
+        min_offsets_per_trigger: int | None = None,
+        max_trigger_delay: timedelta | None = None,
     ) -> DataFrame:
         """Declare a Kafka topic ``name`` as input and return what
         ``spark.readStream.format("kafka").option("subscribe", name).load()`` returns.
@@ -175,6 +181,17 @@ class Topology:
         ``"LogAppendTime"`` (1, the driver's processing time when the record is piped).
         The ``timestamp`` column is the event time a ``withWatermark("timestamp", ...)``
         reads.
+
+        ``max_offsets_per_trigger``, ``min_offsets_per_trigger`` and
+        ``max_trigger_delay`` are the Kafka source's ``maxOffsetsPerTrigger``,
+        ``minOffsetsPerTrigger`` and ``maxTriggerDelay`` (default 15 minutes), applied
+        as Spark's Kafka source applies them at every trigger: a batch takes at most
+        ``max_offsets_per_trigger`` records, shared over the partitions by their
+        backlog (``limit * backlog / total``, rounded down, up when below 1); a trigger
+        with fewer than ``min_offsets_per_trigger`` new records is skipped until
+        ``max_trigger_delay`` has passed since the last trigger that was not (measured
+        on the driver's processing time). What a batch leaves waits for the next
+        trigger. See :mod:`pyspark_streamtest.kafka.admission`.
         """
         _check_name(name, "input")
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
@@ -186,11 +203,19 @@ class Topology:
                 f"kafka input {name!r}: timestamp_type must be 'CreateTime' or "
                 f"'LogAppendTime', got {timestamp_type!r}"
             )
+        delay_ms = DEFAULT_MAX_TRIGGER_DELAY_MS if max_trigger_delay is None else duration_ms(
+            max_trigger_delay, "max_trigger_delay", allow_zero=True)
+        try:
+            limit = ReadLimit(max_offsets_per_trigger, min_offsets_per_trigger, delay_ms,
+                              source=name)
+        except TopologyError as error:
+            raise TopologyError(f"kafka input {name!r}: {error}") from None
         struct = KAFKA_SOURCE_SCHEMA
         if include_headers:
             struct = StructType([*struct.fields, StructField("headers", KAFKA_HEADERS_TYPE)])
         kafka = KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
-        return self._declare_input(name, struct, "timestamp", kafka)
+        return self._declare_input(name, struct, "timestamp", kafka,
+                                   read_limit=limit if limit.limits else None)
 
     def file_input(
         self,
@@ -236,6 +261,7 @@ class Topology:
     def _declare_input(
         self, name: str, struct: StructType, timestamp_column: str | None,
         kafka: KafkaInput | None, partitions: int = 1, key: str | None = None,
+        read_limit: ReadLimit | None = None,
     ) -> DataFrame:
         self._check_new_input(name)
         try:
@@ -244,7 +270,8 @@ class Topology:
             raise UnsupportedSchemaError(f"input {name!r}: {error}") from None
         stream = JsonMemoryStream(self._jvm, struct)
         self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka,
-                                        kafka.partitions if kafka else partitions, key)
+                                        kafka.partitions if kafka else partitions, key,
+                                        read_limit=read_limit)
         self._streams[name] = stream
         if self._link is not None:
             return self._link.to_connect(stream.dataframe)  # type: ignore[no-any-return]
@@ -338,11 +365,24 @@ class Topology:
             )
         return cast(OutputMode, build_hook().output_mode(name, output_mode))
 
-    def _set_trigger(self, name: str, interval_ms: int | None) -> None:
-        """Give output ``name`` its query's own trigger interval (``from_app``)."""
+    def _set_trigger(self, name: str, interval_ms: int | None,
+                     trigger: str = "processingTime") -> None:
+        """Give output ``name`` its query's own trigger (``from_app``): a processing-time
+        interval, or ``"availableNow"`` / ``"once"``."""
         spec, df = self._outputs[name]
         interval_ms = build_hook().trigger_ms(name, interval_ms)
-        self._outputs[name] = (replace(spec, trigger_ms=interval_ms, from_app=True), df)
+        self._outputs[name] = (
+            replace(spec, trigger_ms=interval_ms, trigger=trigger, from_app=True), df)
+
+    def _share_read_limit(self, names: Sequence[str]) -> None:
+        """Make inputs ``names`` one source for admission control (``from_app``: the
+        topics of one Kafka ``readStream`` share its ``maxOffsetsPerTrigger``)."""
+        source = ",".join(names)
+        for name in names:
+            spec = self._inputs[name]
+            if spec.read_limit is not None:
+                self._inputs[name] = replace(spec, read_limit=replace(spec.read_limit,
+                                                                      source=source))
 
     def _leave_out_input(self, name: str, why: str) -> None:
         """Mark input ``name`` as read by no query that runs (``from_app``): making a
@@ -400,6 +440,8 @@ class Topology:
             tuple((n, self._inputs[n].partitions) for n in used),
             # plan_facts walks right to left: its leaves are in reverse source order
             tuple(by_id[i] for i in reversed(facts.streaming_leaf_expr_ids)),
+            read_limits=tuple((n, limit) for n in used
+                              if (limit := self._inputs[n].read_limit) is not None),
         )
 
 

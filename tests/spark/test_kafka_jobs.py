@@ -1,0 +1,266 @@
+"""Kafka jobs as production runs them (issue 58): the Kafka source's admission control
+(``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``, ``maxTriggerDelay``), backfills
+that end (``availableNow``, ``once``), the job's command line and the triggers the
+driver refuses. The batches expected are the ones Spark's Kafka source makes, by its
+rules (see ``tests/unit/test_admission.py`` for the cases ported from Spark's suites)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pyspark_streamtest import (
+    DriverStoppedError,
+    InvalidArgumentTypeError,
+    Topology,
+    TopologyError,
+    TopologyTestDriver,
+    UnsupportedAppCallError,
+)
+from tests.helpers import T0, at
+
+
+def values(batch) -> list[str]:
+    return [r.value for r in batch.input_records]
+
+
+def two_topics(spark: SparkSession) -> None:
+    (spark.readStream.format("kafka").option("subscribe", "clicks,views")
+     .option("maxOffsetsPerTrigger", 500).load()
+     .writeStream.format("memory").queryName("events").start())
+
+
+def test_max_offsets_per_trigger_shares_the_limit_over_the_topics_by_their_backlog(spark):
+    """700 + 500 records piped before a trigger: Spark's Kafka source makes three
+    batches of 291 + 208, 291 + 208 and 118 + 84 (the shares round down), one per
+    trigger, not one batch of 1200."""
+    with TopologyTestDriver.from_app(two_topics, spark=spark, start_time=T0) as driver:
+        clicks = driver.create_input_topic("clicks", value_serializer="string")
+        views = driver.create_input_topic("views", value_serializer="string")
+        clicks.pipe_value_list([f"c{i}" for i in range(700)])
+        views.pipe_value_list([f"v{i}" for i in range(500)])
+        ran = driver.advance_wall_clock(timedelta(seconds=5))
+        assert [(b.batch_id, b.processing_time, b.num_input_rows) for b in ran] == [
+            (0, at(1), 499), (1, at(2), 499), (2, at(3), 202)]
+        per_topic = [(sum(v[0] == "c" for v in values(b)), sum(v[0] == "v" for v in values(b)))
+                     for b in ran]
+        assert per_topic == [(291, 208), (291, 208), (118, 84)]
+        # each partition is read in its order, and every record once
+        read = [v for b in ran for v in values(b)]
+        assert sorted(read) == sorted([f"c{i}" for i in range(700)] + [f"v{i}" for i in range(500)])
+        assert [v for v in read if v[0] == "c"] == [f"c{i}" for i in range(700)]
+
+
+def test_process_all_available_drains_the_backlog_in_the_batches_the_limit_makes(spark):
+    with TopologyTestDriver.from_app(two_topics, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("clicks", value_serializer="string").pipe_value_list(
+            [f"c{i}" for i in range(700)])
+        driver.create_input_topic("views", value_serializer="string").pipe_value_list(
+            [f"v{i}" for i in range(500)])
+        ran = driver.process_all_available()
+        assert [(b.num_input_rows, b.processing_time) for b in ran] == [
+            (499, T0), (499, T0), (202, T0)]
+
+
+def partitioned(t: Topology) -> None:
+    events = t.kafka_input("events", partitions=3, max_offsets_per_trigger=10)
+    t.output("out", events.select(F.col("value").cast("string").alias("v"), "partition"))
+
+
+def test_a_topology_s_kafka_input_takes_the_limit_partition_by_partition(topology_driver):
+    """Spark's rule per partition: 3, 5 and 12 waiting with a limit of 10 take
+    floor(10 * 3/20) = 1, floor(10 * 5/20) = 2 and floor(10 * 12/20) = 6."""
+    driver = topology_driver(partitioned)
+    events = driver.create_input_topic("events", value_serializer="string")
+    for partition, count in ((0, 3), (1, 5), (2, 12)):
+        for i in range(count):
+            events.pipe_input(None, f"{partition}-{i}", partition=partition)
+    ran = driver.process_all_available()
+    counts = [[sum(1 for r in b.input_records if r.partition == p) for p in range(3)]
+              for b in ran]
+    # 3/5/12 of 20 -> 1/2/6 (1.5, 2.5, 6 rounded down); 2/3/6 of 11 -> 1/2/5 (1.8, 2.7,
+    # 5.5); 1/1/1 -> all (3.3 each, at most the backlog)
+    assert counts == [[1, 2, 6], [1, 2, 5], [1, 1, 1]]
+
+
+def small_batches_wait(spark: SparkSession) -> None:
+    (spark.readStream.format("kafka").option("subscribe", "events")
+     .option("minOffsetsPerTrigger", 5).option("maxTriggerDelay", "10s").load()
+     .writeStream.format("memory").queryName("events")
+     .trigger(processingTime="2 seconds").start())
+
+
+def test_min_offsets_per_trigger_waits_for_enough_records_or_the_max_trigger_delay(spark):
+    with TopologyTestDriver.from_app(small_batches_wait, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        # The query's first trigger, when the job started it (T0), passed the delay test
+        # (Spark's lastTriggerMillis starts at 0): maxTriggerDelay counts from there.
+        events.pipe_value_list(["a", "b"])  # 2 < 5: held back at 2, 4, 6 and 8 s
+        assert driver.advance_wall_clock(timedelta(seconds=8)) == []
+        (batch,) = driver.advance_wall_clock(timedelta(seconds=2))  # 10 s after T0
+        assert (batch.processing_time, values(batch)) == (at(10), ["a", "b"])
+        events.pipe_value_list(["c", "d", "e", "f", "g"])  # 5: enough, at once
+        (batch,) = driver.advance_wall_clock(timedelta(seconds=2))
+        assert (batch.processing_time, batch.num_input_rows) == (at(12), 5)
+        events.pipe_input(None, "h")  # held back until 10 s after the batch at 12 s
+        assert driver.advance_wall_clock(timedelta(seconds=8)) == []
+        (batch,) = driver.advance_wall_clock(timedelta(seconds=2))
+        assert (batch.processing_time, values(batch)) == (at(22), ["h"])
+
+
+def windows_per_ten_seconds(spark: SparkSession, limit: int | None) -> None:
+    reader = spark.readStream.format("kafka").option("subscribe", "events")
+    if limit is not None:
+        reader = reader.option("maxOffsetsPerTrigger", limit)
+    (reader.load().withWatermark("timestamp", "5 seconds")
+     .groupBy(F.window("timestamp", "10 seconds")).count()
+     .writeStream.format("memory").queryName("counts").start())
+
+
+@pytest.mark.parametrize(("limit", "dropped"), [(None, 0), (2, 1)])
+def test_batch_boundaries_the_limit_makes_decide_what_is_late(spark, limit, dropped):
+    """Records at 30, 31, 32, 33 and 2 s piped at once: in one batch nothing is late;
+    two records a batch make three, and the third drops the record at 2 s as late by the
+    watermark of the first (26 s; Spark drops by the watermark the batch before evicted
+    with), as production with ``maxOffsetsPerTrigger=2`` does."""
+    def job(spark: SparkSession) -> None:
+        windows_per_ten_seconds(spark, limit)
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        for second in (30, 31, 32, 33, 2):
+            events.pipe_input(None, str(second), timestamp=at(second))
+        ran = driver.process_all_available()
+        assert [b.num_input_rows for b in ran if b.is_data_batch] == (
+            [5] if limit is None else [2, 2, 1])
+        assert sum(b.num_rows_dropped_by_watermark for b in ran) == dropped
+
+
+def backfill(spark: SparkSession) -> None:
+    parser = argparse.ArgumentParser(prog="sessions")
+    parser.add_argument("--trigger", choices=["availableNow", "once", "1 minute"],
+                        default="1 minute")
+    args = parser.parse_args()  # sys.argv[1:], as in production
+    events = (spark.readStream.format("kafka").option("subscribe", "events")
+              .option("maxOffsetsPerTrigger", 3).load())
+    writer = (events.withWatermark("timestamp", "10 seconds")
+              .groupBy(F.window("timestamp", "10 seconds")).count()
+              .writeStream.format("memory").queryName("counts"))
+    if args.trigger == "availableNow":
+        writer = writer.trigger(availableNow=True)
+    elif args.trigger == "once":
+        writer = writer.trigger(once=True)
+    else:
+        writer = writer.trigger(processingTime=args.trigger)
+    writer.start()
+    spark.streams.awaitAnyTermination()
+
+
+def test_an_available_now_backfill_reads_its_backlog_in_limited_batches_then_ends(spark):
+    with TopologyTestDriver.from_app(backfill, spark=spark, start_time=T0,
+                                     argv=["--trigger", "availableNow"]) as driver:
+        # main() returned: its query found an empty topic, ran nothing and ended
+        assert driver.batches == () and driver.ended_outputs == ("counts",)
+        assert not driver.is_running
+        events = driver.create_input_topic("events", value_serializer="string")
+        for second in (0, 5, 10, 15, 20, 25, 30):
+            events.pipe_input(None, str(second), timestamp=at(second))
+        ran = driver.restart()  # the next scheduled run of the job
+        # 3 + 3 + 1 records by the limit, then the no-data batch the watermark (20 s)
+        # asks for, which closes [10, 20); then a trigger that constructs nothing: the end
+        assert [(b.batch_id, b.num_input_rows, b.processing_time) for b in ran] == [
+            (0, 3, T0), (1, 3, T0), (2, 1, T0), (3, 0, T0)]
+        counts = driver.create_output_topic("counts")
+        assert sorted(counts.read_values_to_list(), key=lambda v: v["window"]["start"]) == [
+            {"window": {"start": at(0), "end": at(10)}, "count": 2},
+            {"window": {"start": at(10), "end": at(20)}, "count": 2}]
+        assert not driver.is_running and driver.ended_outputs == ("counts",)
+        # records piped after the end wait for the next run, which reads only them
+        events.pipe_input(None, "late", timestamp=at(100))
+        with pytest.raises(DriverStoppedError, match=r"ended.*driver\.restart\(\)"):
+            driver.process_all_available()
+        assert driver.advance_wall_clock(timedelta(minutes=5)) == []
+        ran = driver.restart()
+        assert [(b.batch_id, b.num_input_rows) for b in ran] == [(4, 1), (5, 0)]
+        assert sorted(counts.read_values_to_list(), key=lambda v: v["window"]["start"]) == [
+            {"window": {"start": at(20), "end": at(30)}, "count": 2},
+            {"window": {"start": at(30), "end": at(40)}, "count": 1}]
+
+
+def test_a_once_backfill_reads_everything_in_one_batch_whatever_the_limit(spark):
+    with TopologyTestDriver.from_app(backfill, spark=spark, start_time=T0,
+                                     argv=["--trigger", "once"]) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        for second in (0, 5, 10, 15, 20, 25, 30):
+            events.pipe_input(None, str(second), timestamp=at(second))
+        (batch,) = driver.restart()
+        # ReadAllAvailable: one batch of 7; no no-data batch after it
+        assert (batch.batch_id, batch.num_input_rows) == (0, 7)
+        assert driver.ended_outputs == ("counts",)
+        assert driver.create_output_topic("counts").read_values_to_list() == []
+
+
+def test_the_job_sees_its_own_command_line_never_pytest_s(spark):
+    seen: list[list[str]] = []
+    before = list(sys.argv)
+
+    def job(spark: SparkSession) -> None:
+        seen.append(list(sys.argv))
+        backfill(spark)
+
+    with TopologyTestDriver.from_app(job, spark=spark) as driver:
+        assert driver.output_names == ("counts",)
+    with TopologyTestDriver.from_app(job, spark=spark, argv=["--trigger", "once"]):
+        pass
+    assert sys.argv == before
+    assert [argv[1:] for argv in seen[:1]] == [[]]
+    assert seen[-1][1:] == ["--trigger", "once"]
+    assert seen[0][0].endswith("test_kafka_jobs.py")
+    with pytest.raises(InvalidArgumentTypeError, match=r"argv=.*strings"):
+        TopologyTestDriver.from_app(job, spark=spark, argv="--trigger once")
+    with pytest.raises(InvalidArgumentTypeError, match=r"str\(5\)"):
+        TopologyTestDriver.from_app(job, spark=spark, argv=["--n", 5])
+
+
+@pytest.mark.parametrize(("trigger", "message"), [
+    ({"realTime": "5 seconds"}, r"realTime='5 seconds'.*real-time mode.*processingTime"),
+    ({"soonish": True}, r"trigger\(soonish=\.\.\.\): a trigger this driver does not know"),
+    ({"once": True, "availableNow": True}, r"takes one of .*once, availableNow"),
+    ({"once": False}, r"once=True or availableNow=True"),
+], ids=["realTime", "unknown", "two", "not-true"])
+def test_triggers_the_driver_cannot_run_are_refused_naming_what_to_do(spark, trigger, message):
+    def job(spark: SparkSession) -> None:
+        spark.readStream.format("rate").load().writeStream.format("noop").trigger(
+            **trigger).start()
+
+    with pytest.raises(UnsupportedAppCallError, match=message):
+        TopologyTestDriver.from_app(job, spark=spark)
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("maxOffsetsPerTrigger", "0", r"maxOffsetsPerTrigger must be a positive number"),
+    ("maxOffsetsPerTrigger", "many", r"maxOffsetsPerTrigger='many'.*whole number"),
+    ("maxTriggerDelay", "5 parsecs", r"maxTriggerDelay='5 parsecs'.*time"),
+], ids=["zero", "text", "delay"])
+def test_read_limits_spark_refuses_are_refused(spark, option, value, message):
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "a").option(option, value)
+         .load().writeStream.format("noop").start())
+
+    with pytest.raises(TopologyError, match=message):
+        TopologyTestDriver.from_app(job, spark=spark)
+
+
+def test_min_above_max_offsets_is_refused(spark):
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "a")
+         .option("minOffsetsPerTrigger", 10).option("maxOffsetsPerTrigger", 5)
+         .load().writeStream.format("noop").start())
+
+    with pytest.raises(UnsupportedAppCallError, match=r"minOffsetsPerTrigger=10 above"):
+        TopologyTestDriver.from_app(job, spark=spark)
