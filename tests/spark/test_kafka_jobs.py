@@ -16,7 +16,9 @@ from pyspark.sql import functions as F
 
 from pyspark_streamtest import (
     DriverStoppedError,
+    InvalidArgumentError,
     InvalidArgumentTypeError,
+    StreamingQueryFailedError,
     Topology,
     TopologyError,
     TopologyTestDriver,
@@ -264,3 +266,71 @@ def test_min_above_max_offsets_is_refused(spark):
 
     with pytest.raises(UnsupportedAppCallError, match=r"minOffsetsPerTrigger=10 above"):
         TopologyTestDriver.from_app(job, spark=spark)
+
+
+def fan_out(batch, batch_id) -> None:
+    """The common fan-out: the batch written to two topics, then to a table."""
+    out = batch.select(F.col("key"), F.col("value"))
+    out.write.format("kafka").option("kafka.bootstrap.servers", "kafka:9092") \
+        .option("topic", "audit").save()
+    (out.withColumn("topic", F.lit("mirror")).write.format("kafka")
+     .option("kafka.bootstrap.servers", "kafka:9092").mode("append").save())
+
+
+def lag_monitor(spark: SparkSession) -> None:
+    (spark.readStream.format("kafka").option("subscribe", "events").load()
+     .writeStream.foreachBatch(fan_out).start())
+
+
+def test_a_foreach_batch_that_writes_its_batch_to_kafka_fills_the_topics(spark):
+    with TopologyTestDriver.from_app(lag_monitor, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", key_serializer="string",
+                                           value_serializer="string")
+        audit = driver.create_output_topic("audit", key_deserializer="string",
+                                           value_deserializer="string")
+        mirror = driver.create_output_topic("mirror", value_deserializer="string")
+        events.pipe_input("k1", "one")
+        events.pipe_input("k2", "two")
+        (batch,) = driver.advance_wall_clock(timedelta(seconds=1))
+        assert audit.read_key_values_to_list() == [("k1", "one"), ("k2", "two")]
+        assert [r.offset for r in batch.output_records if r.topic == "mirror"] == [0, 1]
+        assert mirror.read_values_to_list() == ["one", "two"]
+
+
+def test_a_crash_between_two_writes_leaves_the_first_written_and_spark_runs_the_batch_again(
+        spark):
+    with TopologyTestDriver.from_app(lag_monitor, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        audit = driver.create_output_topic("audit", value_deserializer="string")
+        mirror = driver.create_output_topic("mirror", value_deserializer="string")
+        driver.crash_after_write("fan_out", 1)  # audit written, then the batch dies
+        events.pipe_input(None, "one")
+        ran = driver.advance_wall_clock(timedelta(seconds=1))
+        assert [(b.batch_id, b.attempt, b.crashed) for b in ran] == [
+            (0, 1, "after_write_1"), (0, 2, None)]
+        assert sorted({r.topic for r in ran[0].output_records}) == ["audit"]
+        # at-least-once: the retry wrote audit again, and mirror once
+        assert audit.read_values_to_list() == ["one", "one"]
+        assert mirror.read_values_to_list() == ["one"]
+
+
+def test_crash_after_write_is_refused_for_an_output_without_a_batch_function(spark):
+    with TopologyTestDriver.from_app(two_topics, spark=spark) as driver:
+        with pytest.raises(InvalidArgumentError, match=r"no foreachBatch function"):
+            driver.crash_after_write("events")
+        with pytest.raises(InvalidArgumentError, match=r"counted from 1"):
+            driver.crash_after_write("events", 0)
+
+
+def test_a_kafka_write_without_a_topic_fails_the_batch_as_spark_s_sink_does(spark):
+    def no_topic(batch, batch_id) -> None:
+        batch.select("value").write.format("kafka").save()
+
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "events").load()
+         .writeStream.foreachBatch(no_topic).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("events", value_serializer="string").pipe_input(None, "x")
+        with pytest.raises(StreamingQueryFailedError, match=r"needs the 'topic' option"):
+            driver.advance_wall_clock(timedelta(seconds=1))

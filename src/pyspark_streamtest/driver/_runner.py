@@ -37,7 +37,7 @@ from ..core._decoding import row_decoder
 from ..core.records import BatchRecord, Deferred, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import StepTimeoutError, TopologyError, hide_our_frames
-from ..kafka._broker import Broker
+from ..kafka._broker import Broker, kafka_output_records
 from ..state._late import late_records
 from . import _batch_records as batch_records
 from ._culprit import CulpritSearch, batch_failure, raising_record
@@ -447,10 +447,14 @@ class QueryRunner:
 
     def _outputs(self, rows: list[Any], batch_id: int,
                  processing_time: datetime) -> tuple[TestRecord, ...]:
-        kafka = self.built.spec.kafka
-        return batch_records.output_records(
-            self.name, kafka.partitions if kafka is not None else None, self._broker,
+        spec = self.built.spec
+        written = batch_records.output_records(
+            self.name, spec.kafka.partitions if spec.kafka is not None else None, self._broker,
             map(self._decode, rows), batch_id, processing_time)
+        if spec.writes is not None and spec.writes.kafka_rows:  # the function's Kafka writes
+            written += kafka_output_records(self._broker, 1, spec.writes.take(), batch_id,
+                                            processing_time)
+        return written
 
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None

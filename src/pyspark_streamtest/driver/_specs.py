@@ -19,6 +19,7 @@ from ..core._values import StructEncoder
 from ..errors import TopologyError, hide_our_frames
 from ..kafka._shapes import KafkaInput, KafkaOutput
 from ..kafka.admission import ReadLimit
+from ._batch_writes import BatchWrites
 from ._landing import FileSource, LandingSource
 
 __tracebackhide__ = hide_our_frames
@@ -60,6 +61,8 @@ class _OutputSpec:
     collected (not compared: a job may make a new closure on every call)."""
     trigger_ms: int | None = None
     """The query's own processing-time trigger interval (set by ``from_app``)."""
+    writes: BatchWrites | None = field(default=None, compare=False)
+    """What the ``foreachBatch`` function writes with ``DataFrame.write`` in each batch."""
     trigger: str = "processingTime"
     """``"processingTime"``, or ``"availableNow"`` / ``"once"`` for a query that reads
     the backlog it finds when it starts and then ends (set by ``from_app``)."""

@@ -122,6 +122,8 @@ class TopicHandles:
     def _may_write(self, topic: str) -> bool:
         return (
             self._history.queue(topic) is not None
+            # a foreachBatch function may write any topic with DataFrame.write
+            or any(b.spec.foreach_batch is not None for b in self._outputs.values())
             or topic in self._fixed_topics()
             or any(b.spec.kafka is not None and b.spec.kafka.routes_by_column
                    for b in self._kafka_outputs())

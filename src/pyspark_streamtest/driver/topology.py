@@ -56,6 +56,7 @@ from ..kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
+from ._batch_writes import BatchWrites
 from ._landing import LandingSource, file_source, landing_dirs
 from ._specs import Source, _as_struct, _check_name
 from ._specs import _BuiltOutput as _BuiltOutput
@@ -302,6 +303,14 @@ class Topology:
         as Spark's recovery does). The driver also keeps the batch's rows, so the output
         can be read like any other; reading them is one extra Spark job per batch, before
         ``function`` is called. Tests usually assert on the function's side effects.
+
+        Inside the function, ``DataFrame.write`` is seen by the driver: a
+        ``write.format("kafka")...save()`` becomes records of its topic (Spark's Kafka
+        sink's columns and rules; read them with
+        :meth:`TopologyTestDriver.create_output_topic`), every other write runs for
+        real, and each is counted, so
+        :meth:`~pyspark_streamtest.TopologyTestDriver.crash_after_write` can fail the
+        batch between two of them.
         """
         output_mode = self._check_output(name, df, output_mode)
         if not callable(function):
@@ -309,9 +318,12 @@ class Topology:
                 f"output {name!r}: the foreachBatch function must be callable "
                 f"(batch_df, batch_id), got {type(function).__name__}"
             )
+        writes = BatchWrites(name)
+        function = writes.wrap(function)
         if self._link is not None:  # called with a Connect DataFrame, as over Connect
             function = self._link.batch_function(function)
-        self._outputs[name] = (_OutputSpec(name, output_mode, foreach_batch=function), df)
+        self._outputs[name] = (
+            _OutputSpec(name, output_mode, foreach_batch=function, writes=writes), df)
 
     def kafka_output(
         self,

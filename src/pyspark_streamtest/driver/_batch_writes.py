@@ -1,0 +1,204 @@
+"""What a ``foreachBatch`` function writes with ``DataFrame.write`` inside a batch.
+
+While the function runs, ``batch_df.write`` (and ``df.write`` of any DataFrame of that
+class) is a writer that records every write it makes:
+
+* ``format("kafka")`` (with ``save()``) becomes records of the topic, with the columns
+  and rules of Spark's Kafka sink (``value``, optional ``key``, ``topic``, ``partition``
+  and ``headers``; the ``topic`` option overrides the column), read with the driver's
+  ``create_output_topic(topic)``. Nothing is sent anywhere: there is no broker.
+* every other write (files, tables, JDBC...) runs for real, through PySpark's writer.
+
+Each write is counted, so a test can fail the batch right after its N-th write
+(``crash_after_write``) and see what the first attempt left written before Spark's
+recovery runs the batch again. A client of the job's own (sqlite3, an HTTP call) is
+not a ``DataFrame.write``: the driver cannot see it or crash after it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from .._spark.query.sink import InjectedCrashError
+from ..core._attributes import replaced_attribute
+from ..errors import TopologyError, hide_our_frames
+from ..kafka._shapes import kafka_sink_frame
+
+__tracebackhide__ = hide_our_frames
+
+__all__ = ["BatchWrites"]
+
+_SAVES = ("save", "saveAsTable", "insertInto", "json", "parquet", "csv", "orc", "text", "jdbc",
+          "xml")
+
+
+class _Seen(threading.local):
+    """The writes of the function running on this thread (each batch function runs on
+    a callback thread of its own, several queries' at once), or None."""
+
+    writes: tuple[BatchWrites, int] | None = None
+
+
+_SEEN = _Seen()
+_LOCK = threading.Lock()
+_INSTALLED: dict[type, tuple[int, Any]] = {}
+"""DataFrame class -> (how many functions run with its ``write`` replaced, the
+context that puts it back)."""
+
+
+@contextmanager
+def _write_seen(frame_class: type, writes: BatchWrites, batch_id: int) -> Iterator[None]:
+    """``frame_class.write`` is the recording writer on this thread while open (PySpark's
+    own writer on every other thread), put back when the last such call ends."""
+    with _LOCK:
+        count, restore = _INSTALLED.get(frame_class, (0, None))
+        if count == 0:
+            real = frame_class.write  # type: ignore[attr-defined]  # the property
+
+            def write(df: DataFrame) -> Any:
+                writer = real.__get__(df)
+                seen = _SEEN.writes
+                return writer if seen is None else _BatchWriter(seen[0], df, writer, seen[1])
+
+            restore = replaced_attribute(frame_class, "write", property(write))
+            restore.__enter__()
+        _INSTALLED[frame_class] = (count + 1, restore)
+    before, _SEEN.writes = _SEEN.writes, (writes, batch_id)
+    try:
+        yield
+    finally:
+        _SEEN.writes = before
+        with _LOCK:
+            count, restore = _INSTALLED.pop(frame_class)
+            if count > 1:
+                _INSTALLED[frame_class] = (count - 1, restore)
+            else:
+                restore.__exit__(None, None, None)
+
+
+class BatchWrites:
+    """The writes one output's ``foreachBatch`` function makes, batch by batch.
+
+    :meth:`call` runs the function with ``write`` intercepted; the Kafka rows it wrote
+    wait in :attr:`kafka_rows` until the driver records the batch (:meth:`take`)."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.kafka_rows: list[dict[str, Any]] = []
+        """The Kafka sink's rows (``key``, ``value``, ``topic``, ``partition``,
+        ``headers``) written by the batch running or just run."""
+        self.count = 0
+        """How many writes the batch running (or just run) made."""
+        self.crash_after: int | None = None
+        """Fail the next batch right after its write number ``crash_after``."""
+
+    def wrap(self, function: Callable[[DataFrame, int], object]
+             ) -> Callable[[DataFrame, int], object]:
+        """``function`` with its batch writes seen."""
+
+        def call(frame: DataFrame, batch_id: int) -> object:
+            return self.call(function, frame, batch_id)
+
+        call.__name__ = getattr(function, "__name__", "foreachBatch")
+        call.__qualname__ = getattr(function, "__qualname__", call.__name__)
+        call.__wrapped__ = function  # type: ignore[attr-defined]
+        return call
+
+    def call(self, function: Callable[[DataFrame, int], object], frame: DataFrame,
+             batch_id: int) -> object:
+        self.count = 0
+        self.kafka_rows = []
+        with self._intercepted(type(frame), batch_id):
+            return function(frame, batch_id)
+
+    def take(self) -> list[dict[str, Any]]:
+        """The Kafka rows the last batch wrote, once."""
+        rows, self.kafka_rows = self.kafka_rows, []
+        return rows
+
+    @contextmanager
+    def _intercepted(self, frame_class: type, batch_id: int) -> Iterator[None]:
+        with _write_seen(frame_class, self, batch_id):
+            yield
+
+    def written(self, batch_id: int) -> None:
+        """One write of batch ``batch_id`` is done; fail the batch if it is the one the
+        test asked for."""
+        self.count += 1
+        if self.crash_after is not None and self.count >= self.crash_after:
+            self.crash_after = None
+            raise InjectedCrashError(
+                f"crash_after_write: batch {batch_id} of output {self.output!r} failed after "
+                f"its write {self.count}")
+
+
+class _BatchWriter:
+    """``DataFrameWriter`` with each write recorded (Kafka) or counted (the rest)."""
+
+    def __init__(self, writes: BatchWrites, df: DataFrame, real: Any, batch_id: int) -> None:
+        self._writes = writes
+        self._df = df
+        self._real = real
+        self._batch_id = batch_id
+        self._format: str | None = None
+        self._options: dict[str, str] = {}
+
+    def format(self, source: str) -> _BatchWriter:
+        self._format = str(source)
+        self._real = self._real.format(source)
+        return self
+
+    def option(self, key: str, value: Any) -> _BatchWriter:
+        self._options[str(key).lower()] = str(value)
+        self._real = self._real.option(key, value)
+        return self
+
+    def options(self, **options: Any) -> _BatchWriter:
+        for key, value in options.items():
+            self.option(key, value)
+        return self
+
+    def save(self, path: str | None = None, format: str | None = None,
+             mode: str | None = None, partitionBy: Any = None,  # noqa: N803 (PySpark's)
+             **options: Any) -> None:
+        if format is not None:
+            self.format(format)
+        self.options(**options)
+        if (self._format or "").lower() == "kafka":
+            self._kafka()
+        else:
+            self._real.save(path, format, mode, partitionBy)
+        self._writes.written(self._batch_id)
+
+    def _kafka(self) -> None:
+        """The batch written as Spark's Kafka sink writes a DataFrame."""
+        topic = self._options.get("topic")
+        if topic is None and "topic" not in self._df.columns:
+            raise TopologyError(
+                f"a write of output {self._writes.output!r}'s batch to Kafka names no topic: "
+                "Spark's Kafka sink needs the 'topic' option or a 'topic' column")
+        shaped, _ = kafka_sink_frame(topic or "kafka", self._df, topic, 1)
+        self._writes.kafka_rows.extend(row.asDict(recursive=True) for row in shaped.collect())
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._real, name)
+        if name in _SAVES:
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                result = attribute(*args, **kwargs)
+                self._writes.written(self._batch_id)
+                return result
+            return counted
+        if callable(attribute):
+            def chained(*args: Any, **kwargs: Any) -> Any:
+                result = attribute(*args, **kwargs)
+                if result is self._real or type(result) is type(self._real):
+                    self._real = result
+                    return self
+                return result
+            return chained
+        return attribute
