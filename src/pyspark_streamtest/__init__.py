@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 # exceptions carry the face's name (the loop at the end) wherever they are raised.
 from .core.equality import OutputMismatchError, assert_values_equal
 from .errors import (
+    BackfillNeverEndsError,
     BatchFailedError,
     CallbackChannelError,
     CheckpointMissingError,
@@ -118,6 +119,7 @@ _ON_FIRST_USE = {
 
 __all__ = [
     "DEFAULT_START_TIME",
+    "BackfillNeverEndsError",
     "BatchFailedError",
     "BatchRecord",
     "CallbackChannelError",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BackfillNeverEndsError",
     "BatchFailedError",
     "CallbackChannelError",
     "CheckpointMissingError",
@@ -154,6 +155,13 @@ class DriverStoppedError(StreamTestError, RuntimeError):
     """A verb that needs running queries (``process_all_available``,
     ``advance_watermark_to``) was called after ``driver.stop()``; ``driver.start()``
     resumes them."""
+
+
+class BackfillNeverEndsError(StreamTestError, RuntimeError):
+    """A query with ``trigger(availableNow=True)`` would never end: Spark asks for a
+    no-data batch at every trigger (a processing-time timeout or timer), so its
+    ``Trigger.AvailableNow`` runs them forever in production too. The queries are
+    stopped with their checkpoints."""
 
 
 class DeserializationError(StreamTestError, ValueError):

@@ -139,3 +139,32 @@ def test_an_error_no_single_record_raises_names_none(topology_driver):
             ) in str(failed.value)
     again = pickle.loads(pickle.dumps(failed.value))
     assert again.culprit_note == failed.value.culprit_note and str(again) == str(failed.value)
+
+
+def _fails_on_two(key, frames, state):
+    for frame in frames:
+        if (frame["n"] > 1).any():
+            raise ValueError("n above 1")
+        yield frame
+
+
+def test_an_error_raised_in_a_stateful_function_is_said_to_come_from_it(topology_driver):
+    """Issue 58: the note named 'no Python traceback of a UDF' or 'a stateful operator,
+    a foreachBatch function or a sink' while the traceback shown was the user's
+    applyInPandasWithState function; it now says so, and why no record is named."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def topology(t: Topology) -> None:
+        events = t.input("events", schema="k STRING, n INT")
+        t.output("out", events.groupBy("k").applyInPandasWithState(
+            _fails_on_two, "k STRING, n INT", "c INT", "append", GroupStateTimeout.NoTimeout))
+
+    driver = topology_driver(topology)
+    driver.create_input_topic("events").pipe_value_list([{"k": "a", "n": 1}, {"k": "b", "n": 2}])
+    with pytest.raises(StreamingQueryFailedError) as failed:
+        driver.process_all_available()
+    assert "ValueError: n above 1" in failed.value.cause
+    assert failed.value.culprit is None
+    assert failed.value.culprit_note is not None
+    assert failed.value.culprit_note.startswith(
+        "the Python traceback above is the query's stateful function's")

@@ -13,8 +13,10 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pyspark_streamtest import (
+    BackfillNeverEndsError,
     DriverStoppedError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -24,6 +26,7 @@ from pyspark_streamtest import (
     TopologyTestDriver,
     UnsupportedAppCallError,
 )
+from pyspark_streamtest._spark.versions import pyspark_version_tuple
 from tests.helpers import T0, at
 
 
@@ -295,6 +298,8 @@ def test_a_foreach_batch_that_writes_its_batch_to_kafka_fills_the_topics(spark):
         assert audit.read_key_values_to_list() == [("k1", "one"), ("k2", "two")]
         assert [r.offset for r in batch.output_records if r.topic == "mirror"] == [0, 1]
         assert mirror.read_values_to_list() == ["one", "two"]
+        # the 2 rows the function was given, and the 4 Kafka records it wrote
+        assert batch.num_output_rows == len(batch.output_records) == 6
 
 
 def test_a_crash_between_two_writes_leaves_the_first_written_and_spark_runs_the_batch_again(
@@ -334,3 +339,100 @@ def test_a_kafka_write_without_a_topic_fails_the_batch_as_spark_s_sink_does(spar
         driver.create_input_topic("events", value_serializer="string").pipe_input(None, "x")
         with pytest.raises(StreamingQueryFailedError, match=r"needs the 'topic' option"):
             driver.advance_wall_clock(timedelta(seconds=1))
+
+
+def windowed(df):
+    return (df.withWatermark("ts", "10 seconds").groupBy(F.window("ts", "10 seconds")).count()
+            .select(F.col("window.start").alias("start"), "count"))
+
+
+@pytest.mark.parametrize("trigger", ["availableNow", "once"])
+def test_a_backfill_runs_the_batches_spark_s_own_trigger_runs(spark, tmp_path, trigger):
+    """Checked against Spark alone: the same query with Spark's own
+    ``Trigger.AvailableNow`` (or ``Once``) over a memory stream holding the backlog,
+    its own clock and memory sink: the same batches (the data batch, then for
+    ``availableNow`` the no-data batches that close the windows), watermarks, rows out,
+    and the query ends by itself."""
+    from pyspark_streamtest._spark.jvm import Jvm
+    from pyspark_streamtest._spark.query.memory_stream import JsonMemoryStream
+
+    if spark.__class__.__module__.startswith("pyspark.sql.connect"):
+        pytest.skip("Spark alone runs here on the classic session")
+    seconds = [0, 5, 12, 31, 2]
+    stream = JsonMemoryStream(Jvm(spark), StructType.fromDDL("ts TIMESTAMP"))
+    stream.add_json_lines([f'{{"ts":"{at(s).isoformat()}"}}' for s in seconds])
+    alone = (windowed(stream.dataframe).writeStream.format("memory").queryName(
+        f"alone_{trigger}").option("checkpointLocation", str(tmp_path / "alone"))
+        .trigger(**{trigger: True}).start())
+    try:
+        assert alone.awaitTermination(120)
+        spark_batches = [(p["batchId"], p["numInputRows"], p["eventTime"].get("watermark"))
+                         for p in alone.recentProgress if p["batchId"] is not None]
+        spark_rows = sorted((r.start, r["count"]) for r in spark.table(f"alone_{trigger}")
+                            .select(F.col("start").cast("long").alias("start"), "count")
+                            .collect())
+    finally:
+        alone.stop()
+
+    def job(spark: SparkSession) -> None:
+        events = spark.readStream.schema("ts TIMESTAMP").json("/in/events")
+        (windowed(events).writeStream.format("memory").queryName("counts")
+         .trigger(**{trigger: True}).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events")
+        events.pipe_value_list([{"ts": at(s)} for s in seconds])
+        ran = driver.restart()
+        ours = [(b.batch_id, b.num_input_rows, b.watermark) for b in ran]
+        rows = sorted((int(r.value["start"].timestamp()), r.value["count"])
+                      for b in ran for r in b.output_records)
+        assert driver.ended_outputs == ("counts",)
+    assert [(i, n) for i, n, _ in ours] == [(i, n) for i, n, _ in spark_batches]
+    assert [w.strftime("%Y-%m-%dT%H:%M:%S.000Z") for _, _, w in ours] == [
+        w for _, _, w in spark_batches]
+    assert rows == spark_rows
+    assert len(ours) == (2 if trigger == "availableNow" else 1)
+
+
+def test_an_available_now_query_over_a_source_without_it_runs_as_once_from_spark_4(spark):
+    def job(spark: SparkSession) -> None:
+        (windowed(spark.readStream.format("rate").load().withColumnRenamed("timestamp", "ts"))
+         .writeStream.format("memory").queryName("counts").trigger(availableNow=True).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("rate").pipe_value_list(
+            [{"timestamp": at(s), "value": s} for s in (0, 31)])
+        ran = driver.restart()
+        expected = 2 if pyspark_version_tuple() < (4, 0) else 1  # SPARK-45178, 4.0+
+        assert len(ran) == expected
+
+
+def _remember_with_a_timeout(key, frames, state):
+    import pandas as pd
+
+    for _ in frames:
+        pass
+    state.update((1,))
+    state.setTimeoutDuration(60_000)
+    yield pd.DataFrame({"k": [key[0]]})
+
+
+def test_an_available_now_query_spark_would_never_end_is_said_so(spark):
+    """Spark asks for a no-data batch at every trigger of a query with a processing-time
+    timeout, so its Trigger.AvailableNow never ends (no version handles it): the driver
+    stops after three such batches in a row and says why, instead of looping."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.schema("k STRING").json("/in/keys").groupBy("k")
+         .applyInPandasWithState(_remember_with_a_timeout, "k STRING", "seen INT", "update",
+                                 GroupStateTimeout.ProcessingTimeTimeout)
+         .writeStream.format("memory").queryName("keys").outputMode("update")
+         .trigger(availableNow=True).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("keys").pipe_input({"k": "a"})
+        with pytest.raises(BackfillNeverEndsError, match=r"would never end.*timeout"):
+            driver.restart()
+        assert not driver.is_running and not driver.closed
+        assert [b.is_data_batch for b in driver.batches] == [True, False, False, False]

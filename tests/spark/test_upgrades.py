@@ -296,6 +296,10 @@ def test_another_stateful_operator_is_refused_from_spark_4(topology_driver):
     with pytest.raises(IncompatibleCheckpointError, match="stateful operator") as refused:
         _count_then(driver, deduplicated)
     assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in refused.value.cause
+    # both sides named, and what happened to them (not "a -> b", which read as a rename)
+    assert refused.value.operator == (
+        "the checkpoint's stateful operators are stateStoreSave, the new version's "
+        "dedupe: removed stateStoreSave; added dedupe")
 
 
 def test_another_input_in_a_query_is_refused(topology_driver):

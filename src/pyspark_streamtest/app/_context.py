@@ -102,6 +102,9 @@ class AppRun:
     """The DataFrames of the queries that became outputs."""
     left_out: list[tuple[str, DataFrame]] = field(default_factory=list)
     """(name, DataFrame) of the queries ``from_app(outputs=...)`` leaves out."""
+    without_available_now: set[str] = field(default_factory=set)
+    """Inputs whose source has no ``Trigger.AvailableNow`` of its own (``rate``,
+    ``socket``): from Spark 4.0 a query reading one runs ``availableNow`` as ``once``."""
 
     def is_selected(self, name: str) -> bool:
         """Whether output ``name`` runs (``from_app(outputs=...)`` lists it, or lists

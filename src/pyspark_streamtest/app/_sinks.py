@@ -9,6 +9,8 @@ from typing import Any, cast
 
 from pyspark.sql import DataFrame
 
+from .._spark.query.plan import plan_facts
+from .._spark.versions import pyspark_version_tuple
 from ..errors import UnsupportedAppCallError, hide_our_frames
 from ._context import AppRun, Mode, last_segment
 from ._foreach import ForeachWriterBatches
@@ -73,7 +75,7 @@ class AppStreamWriter:
     ) -> AppStreamWriter:
         if "realTime" in others:
             raise UnsupportedAppCallError(
-                f"trigger(realTime={others['realTime']!r}): Spark's real-time mode (4.1+) "
+                f"trigger(realTime={others['realTime']!r}): Spark's real-time mode (PySpark 4.2+) "
                 "runs long-lived batches that process each record as it arrives, and the "
                 "driver steps micro-batches, so it cannot run it faithfully. Test the "
                 "query's logic with a processingTime trigger (let the job take its trigger "
@@ -163,11 +165,27 @@ class AppStreamWriter:
         name, declare = self._output(table)
         if run.is_selected(name):
             declare(name)
-            run.declarer._set_trigger(name, self._trigger_ms, self._trigger_kind)
+            run.declarer._set_trigger(name, self._trigger_ms, self._available_now_as())
             run.selected.append(self._df)
         else:
             run.left_out.append((name, self._df))
         return AppQuery(name, self._query_name)
+
+    def _available_now_as(self) -> str:
+        """The trigger the query runs: from Spark 4.0 (SPARK-45178), an ``availableNow``
+        query with a source that lacks ``Trigger.AvailableNow`` (``rate``, ``socket``)
+        runs as ``once``, one batch of everything (3.5 wraps such sources instead)."""
+        run = self._run
+        if (self._trigger_kind != "availableNow" or not run.without_available_now
+                or pyspark_version_tuple() < (4, 0)):
+            return self._trigger_kind
+        read = set(plan_facts(run.declarer._classic(self._df)).streaming_leaf_expr_ids)
+        for name in run.without_available_now:
+            known = run.sources.get(name)
+            if known is not None and read & set(
+                    plan_facts(run.declarer._classic(known[1])).streaming_leaf_expr_ids):
+                return "once"
+        return self._trigger_kind
 
     def _output(self, table: str | None) -> tuple[str, Callable[[str], None]]:
         """The output's name, and how to declare it (not called for an output that

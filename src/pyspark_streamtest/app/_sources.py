@@ -76,6 +76,8 @@ class AppStreamReader:
             path = self._options.get("path")
         if source == "kafka":
             return self._kafka()
+        if source in ("rate", "socket"):  # SupportsTriggerAvailableNow they lack
+            self._run.without_available_now.add(self._run.input_name(source, source))
         if source in ("rate", "rate-micro-batch"):
             return self._typed(source, source, _RATE_SCHEMA, "timestamp")
         if source == "socket":

@@ -313,8 +313,9 @@ class BatchRecord:
     recovery makes of a batch that crashed (``crash_before_commit``,
     ``crash_before_sink``): the same batch id, the same input, again."""
     crashed: str | None = None
-    """``"before_sink"`` or ``"before_commit"`` for an attempt the test crashed (see
-    ``TopologyTestDriver.crash_before_commit``); None for an attempt Spark committed.
+    """``"before_sink"``, ``"before_commit"`` or ``"after_write_N"`` for an attempt the
+    test crashed (see ``TopologyTestDriver.crash_before_commit`` and
+    ``crash_after_write``); None for an attempt Spark committed.
     A crashed attempt has no progress (no state metrics; the watermark it ran with); its
     ``output_records`` are what stays written after the crash: the rows a Kafka or
     ``foreachBatch`` sink took before a crash before the commit, none otherwise. State
@@ -337,6 +338,13 @@ class BatchRecord:
             )
             for op in self.state_operators
         )
+
+    @property
+    def num_output_rows(self) -> int:
+        """How many records this batch wrote: its ``output_records`` (the timeline's
+        ``out`` column). For a ``foreachBatch`` output, the rows the function was given
+        and the Kafka records it wrote with ``DataFrame.write``."""
+        return len(self.output_records)
 
     @property
     def is_data_batch(self) -> bool:

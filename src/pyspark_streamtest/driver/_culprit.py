@@ -15,6 +15,7 @@ from .._spark.jvm import JavaObject, Jvm
 from .._spark.query.conf import scoped_sql_conf
 from .._spark.query.incompatible import incompatibility
 from .._spark.query.late_rows import replay_error
+from .._spark.query.plan import plan_facts
 from .._spark.runtime import warm_jvm
 from .._spark.runtime.infrastructure import channel_failure, infrastructure_failure, machine_load
 from ..core.records import TestRecord
@@ -64,6 +65,14 @@ _NONE_RAISES = (
     "replayed one half at a time through the query's row-wise plan (each input of a "
     "stream-stream join on its own), no record raises it alone: it comes from a stateful "
     "operator, a foreachBatch function or a sink, or from records together"
+)
+
+
+_IN_STATE_FUNCTION = (
+    "the Python traceback above is the query's stateful function's (applyInPandasWithState, "
+    "flatMapGroupsWithState or transformWithState): a replay through the row-wise plan does "
+    "not run a stateful operator's function, and no record raises the error before it, so "
+    "no record is named; the traceback shows the line, the batch's records are listed"
 )
 
 
@@ -140,7 +149,11 @@ def raising_record(
     except Exception as error:  # e.g. the JVM died with the batch
         first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         return CulpritSearch(None, f"the replay could not run ({first})")
-    return CulpritSearch(found, None if found is not None else _NONE_RAISES)
+    if found is not None:
+        return CulpritSearch(found)
+    if _TRACEBACK in cause and plan_facts(runner.built.dataframe).has_grouped_state:
+        return CulpritSearch(None, _IN_STATE_FUNCTION)
+    return CulpritSearch(None, _NONE_RAISES)
 
 
 def _search(

@@ -22,6 +22,7 @@ from ..core import _open_drivers
 from ..core.records import BatchRecord
 from ..core.time import _PythonClockFreeze, require_aware, to_ms
 from ..errors import (
+    BackfillNeverEndsError,
     BatchFailedError,
     DriverClosedError,
     DriverInterruptedError,
@@ -146,7 +147,7 @@ class Lifecycle:
 
         try:
             self._queries.start(self._time.now_ms, record)
-        except BatchFailedError:
+        except (BatchFailedError, BackfillNeverEndsError):
             self._stop_after_failure()
             raise
         except BaseException as error:

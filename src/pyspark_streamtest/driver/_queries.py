@@ -16,6 +16,7 @@ from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
 from ..core.records import BatchRecord, TestRecord
 from ..errors import (
+    BackfillNeverEndsError,
     BatchFailedError,
     CheckpointMissingError,
     DriverStoppedError,
@@ -172,14 +173,14 @@ class Queries:
         one), with the records piped so far handed to its sources. The batches Spark runs
         on start go to ``record``, query by query. A query that fails its first batch
         does not keep the others from starting; the first failure is raised after."""
-        failed: BatchFailedError | None = None
+        failed: BatchFailedError | BackfillNeverEndsError | None = None
         for runner in self.runners:
             try:
                 first = runner.start(now_ms)
                 record(first)
                 if runner.backfill:
                     run_backfill(runner, first, record)
-            except BatchFailedError as error:
+            except (BatchFailedError, BackfillNeverEndsError) as error:
                 failed = failed or error
         if failed is not None:
             raise failed

@@ -107,9 +107,7 @@ class QueryRunner:
         self._attempt = 1  # the attempt of the next batch recorded (2 after a crash)
         self._resumed_watermark: datetime | None = None  # the watermark the checkpoint's
         # last batch ran with, for the late records of the first batch after an upgrade
-        self.ended = False
-        """The query ended by itself: an ``availableNow`` or ``once`` trigger read its
-        backlog (a start runs it again, as the next scheduled run of the job)."""
+        self.ended = False  # by itself: an availableNow or once query read its backlog
 
     # --- lifecycle ------------------------------------------------------------------------
     @property
@@ -309,12 +307,10 @@ class QueryRunner:
 
     @property
     def has_backlog(self) -> bool:
-        """Records wait that a later trigger may admit (read limits held them back)."""
-        return self._feed.has_backlog
+        return self._feed.has_backlog  # (see SourceFeed, for these two)
 
     @property
     def counts_every_trigger(self) -> bool:
-        """Every trigger of this query matters (see :class:`AdmittedInputs`)."""
         return self._feed.counts_every_trigger
 
     def _admit(self, now_ms: int) -> None:

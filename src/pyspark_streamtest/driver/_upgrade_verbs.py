@@ -16,10 +16,11 @@ from .._spark.query.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
+from ._build import build_topology
 from ._history import History
 from ._queries import Queries
 from ._time_control import TimeControl
-from .topology import TopologyFunction, _BuiltOutput, _InputSpec, build_topology
+from .topology import TopologyFunction, _BuiltOutput, _InputSpec
 
 __tracebackhide__ = hide_our_frames
 

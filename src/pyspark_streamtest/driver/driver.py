@@ -29,6 +29,7 @@ from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
+from ._build import build_topology
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
 from ._history import History
@@ -42,7 +43,7 @@ from ._topic_handles import TopicHandles
 from ._upgrade_verbs import UpgradeVerbs
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
-from .topology import TopologyFunction, _BuiltOutput, build_topology
+from .topology import TopologyFunction, _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 

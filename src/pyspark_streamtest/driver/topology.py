@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from functools import partial
 from typing import Literal, cast
 
 from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +56,7 @@ from ..kafka.serdes import (
     TimestampTypeName,
 )
 from ._batch_writes import BatchWrites
-from ._landing import LandingSource, file_source, landing_dirs
+from ._landing import file_source
 from ._specs import Source, _as_struct, _check_name
 from ._specs import _BuiltOutput as _BuiltOutput
 from ._specs import _InputSpec as _InputSpec
@@ -460,73 +459,3 @@ class Topology:
 TopologyFunction = Callable[[Topology], None]
 
 _TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
-
-
-def build_topology(
-    function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
-    """Run the topology function and give every output query its own sources
-    (``spark`` is the session the user's code sees: with ``link``, a Connect one). A
-    file source serves several queries, so one its query shares needs no second call.
-    A build that fails deletes the landing directories it made if no query holds
-    them."""
-    try:
-        return _build(function, spark, jvm, link)
-    except BaseException:
-        landing = landing_dirs(jvm, make=False)
-        if landing is not None:
-            landing.release_if_unheld()
-        raise
-
-
-def _build(
-    function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
-    first = _call(function, spark, jvm, link)
-    if not first._outputs:
-        raise TopologyError(
-            "the topology function declared no output; call t.output(name, df) at least once"
-        )
-    signature = _signature(first)
-    claimed: set[str] = set()
-    built: list[_BuiltOutput] = []
-    for name in first._outputs:
-        output = first._built_output(name)
-        reads = {input_name for input_name, source in output.streams
-                 if not isinstance(source, LandingSource)}
-        if reads & claimed:  # another query already consumes one of these sources
-            again = _call(function, spark, jvm, link)
-            if _signature(again) != signature:
-                raise TopologyError(
-                    "the topology function declared different inputs or outputs when called "
-                    "again; it must declare the same ones on every call (it is called once "
-                    "per output that shares an input)"
-                )
-            output = again._built_output(name)
-        claimed |= reads
-        built.append(replace(output, rebuild=partial(_rebuilt, function, spark, jvm, link, name)))
-    return first._inputs, built
-
-
-def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-             link: ConnectLink | None, name: str) -> _BuiltOutput:
-    return _call(function, spark, jvm, link)._built_output(name)
-
-
-def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-          link: ConnectLink | None) -> Topology:
-    topology = Topology(spark, jvm, link)
-    with build_hook().building(function, spark):
-        function(topology)
-    return topology
-
-
-def _signature(t: Topology) -> tuple[object, ...]:
-    return (
-        tuple(
-            (s.name, s.schema.json(), s.timestamp_column, s.kafka, s.partitions, s.key,
-             s.files)
-            for s in t._inputs.values()
-        ),
-        tuple(spec for spec, _ in t._outputs.values()),
-    )

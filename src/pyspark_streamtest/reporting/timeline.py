@@ -55,7 +55,7 @@ def format_timeline(
             format_time(b.watermark),
             format_time(b.watermark_after),
             str(b.num_input_rows),
-            str(len(b.output_records)),
+            str(b.num_output_rows),
             str(b.num_rows_dropped_by_watermark),
             str(b.num_state_rows_total),
         )

@@ -41,6 +41,20 @@ _CHANGES = (
 
 _OPERATOR = re.compile(r"(?:operatorId|OperatorId|operator id)[=: ]+(\d+)", re.IGNORECASE)
 _OPERATOR_NAME = re.compile(r"OperatorName: (\w+)")
+# STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA lists both sides.
+_OPERATOR_LISTS = re.compile(
+    r"in the metadata: \[(.*?)\]; Stateful operators in current batch: \[(.*?)\]", re.DOTALL)
+
+
+def _operators_compared(old: list[str], new: list[str]) -> str:
+    """What the new version did to the checkpoint's stateful operators, in words."""
+    removed = [name for name in old if name not in new]
+    added = [name for name in new if name not in old]
+    said = [f"removed {', '.join(removed)}" if removed else "",
+            f"added {', '.join(added)}" if added else ""]
+    change = "; ".join(part for part in said if part) or "reordered or changed"
+    return (f"the checkpoint's stateful operators are {', '.join(old) or 'none'}, the new "
+            f"version's {', '.join(new) or 'none'}: {change}")
 
 
 def incompatibility(text: str) -> tuple[str, str | None] | None:
@@ -53,8 +67,12 @@ def incompatibility(text: str) -> tuple[str, str | None] | None:
 
 
 def _operator(text: str) -> str | None:
+    lists = _OPERATOR_LISTS.search(text)
+    if lists is not None:
+        return _operators_compared(_OPERATOR_NAME.findall(lists.group(1)),
+                                   _OPERATOR_NAME.findall(lists.group(2)))
     names = _OPERATOR_NAME.findall(text)
     if names:
-        return "stateful operators: " + " -> ".join(dict.fromkeys(names))
+        return "stateful operators: " + ", ".join(dict.fromkeys(names))
     found = _OPERATOR.search(text)
     return None if found is None else f"stateful operator {found.group(1)}"
