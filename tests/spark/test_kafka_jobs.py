@@ -436,3 +436,51 @@ def test_an_available_now_query_spark_would_never_end_is_said_so(spark):
             driver.restart()
         assert not driver.is_running and not driver.closed
         assert [b.is_data_batch for b in driver.batches] == [True, False, False, False]
+
+
+def lag_of(batch, batch_id) -> None:
+    """A lag monitor: what the topic holds (a bounded batch read), against what this
+    query has read; written to Kafka."""
+    spark = batch.sparkSession
+    held = (spark.read.format("kafka").option("subscribe", "events")
+            .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    first_two = (spark.read.format("kafka").option("subscribe", "events")
+                 .option("endingOffsets", '{"events":{"0":2}}').load())
+    lag = held.count() - batch.count()
+    (spark.createDataFrame([(f"{lag}/{first_two.count()}",)], "value STRING")
+     .write.format("kafka").option("topic", "lag").save())
+
+
+def lag_job(spark: SparkSession) -> None:
+    at_start = spark.read.format("kafka").option("subscribe", "events").load()
+    # at start-up the topic is empty, and has the Kafka source's columns
+    assert at_start.columns == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                "timestampType"]
+    assert at_start.count() == 0
+    (spark.readStream.format("kafka").option("subscribe", "events")
+     .option("maxOffsetsPerTrigger", 2).load()
+     .writeStream.foreachBatch(lag_of).start())
+
+
+def test_a_bounded_kafka_read_in_the_job_reads_what_the_topic_holds(spark):
+    with TopologyTestDriver.from_app(lag_job, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        lag = driver.create_output_topic("lag", value_deserializer="string")
+        events.pipe_value_list(["a", "b", "c", "d", "e"])
+        driver.process_all_available()
+        # 5 held; each batch reads 2, 2, 1: the topic's records less the batch's
+        assert lag.read_values_to_list() == ["3/2", "3/2", "4/2"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"subscribe": "events", "startingOffsets": "latest"}, r"startingOffsets='latest'"),
+    ({"subscribe": "events", "endingOffsets": '{"events":{"0":-2}}'}, r"refuses earliest"),
+    ({"subscribe": "events", "startingTimestamp": "1"}, r"by offsets .* only"),
+    ({}, r"exactly one of the options subscribe"),
+], ids=["latest-start", "earliest-end", "timestamp", "no-topic"])
+def test_bounded_kafka_reads_spark_refuses_are_refused(spark, options, message):
+    def job(spark: SparkSession) -> None:
+        spark.read.format("kafka").options(**options).load()
+
+    with pytest.raises(UnsupportedAppCallError, match=message):
+        TopologyTestDriver.from_app(job, spark=spark)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, Protocol
@@ -62,6 +63,8 @@ class Declarer(Protocol):
     def _leave_out_input(self, name: str, why: str) -> None: ...
 
     def _classic(self, df: DataFrame) -> DataFrame: ...
+
+    def _batch_reads(self) -> AbstractContextManager[None]: ...
 
     def _processing_time_ms(self, interval: str) -> int: ...
 

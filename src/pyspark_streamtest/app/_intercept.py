@@ -119,7 +119,8 @@ def _takes_session(app: App) -> bool:
 def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
     """While open: ``spark.readStream`` and ``df.writeStream`` (for every session and
     DataFrame of these classes) declare the run's inputs and outputs;
-    ``spark.streams.awaitAnyTermination()`` returns at once; ``spark.stop()`` does
+    ``spark.streams.awaitAnyTermination()`` returns at once; ``spark.read.format("kafka")``
+    reads the driver's topics; ``spark.stop()`` does
     nothing (the test's session outlives the job); ``SparkSession.builder...
     getOrCreate()`` returns the test's session without applying the builder's settings
     to it (they would outlive the test). Always restored."""
@@ -149,4 +150,5 @@ def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
             (type(spark).Builder, "getOrCreate", get_or_create),
         ):
             restore.enter_context(replaced_attribute(owner, name, value))
+        restore.enter_context(run.declarer._batch_reads())  # spark.read.format("kafka")
         yield

@@ -18,8 +18,8 @@ not a ``DataFrame.write``: the driver cannot see it or crash after it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -27,7 +27,9 @@ from pyspark.sql import DataFrame
 from .._spark.query.sink import InjectedCrashError
 from ..core._attributes import replaced_attribute
 from ..errors import TopologyError, hide_our_frames
+from ..kafka._broker import KeptRecord
 from ..kafka._shapes import kafka_sink_frame
+from ._batch_reads import KafkaTopics, kafka_batch_reads
 
 __tracebackhide__ = hide_our_frames
 
@@ -46,17 +48,19 @@ class _Seen(threading.local):
 
 _SEEN = _Seen()
 _LOCK = threading.Lock()
-_INSTALLED: dict[type, tuple[int, Any]] = {}
-"""DataFrame class -> (how many functions run with its ``write`` replaced, the
-context that puts it back)."""
+_INSTALLED: dict[type, tuple[int, ExitStack]] = {}
+"""DataFrame class -> (how many functions run with its ``write`` (and its sessions'
+``read``) replaced, what puts them back)."""
 
 
 @contextmanager
-def _write_seen(frame_class: type, writes: BatchWrites, batch_id: int) -> Iterator[None]:
-    """``frame_class.write`` is the recording writer on this thread while open (PySpark's
-    own writer on every other thread), put back when the last such call ends."""
+def _write_seen(frame_class: type, session_class: type, writes: BatchWrites,
+                batch_id: int) -> Iterator[None]:
+    """``frame_class.write`` is the recording writer, and ``session_class.read`` reads
+    ``format("kafka")`` from the driver's topics, on this thread while open (PySpark's
+    own on every other thread); both are put back when the last such call ends."""
     with _LOCK:
-        count, restore = _INSTALLED.get(frame_class, (0, None))
+        count, restore = _INSTALLED.get(frame_class, (0, ExitStack()))
         if count == 0:
             real = frame_class.write  # type: ignore[attr-defined]  # the property
 
@@ -65,8 +69,9 @@ def _write_seen(frame_class: type, writes: BatchWrites, batch_id: int) -> Iterat
                 seen = _SEEN.writes
                 return writer if seen is None else _BatchWriter(seen[0], df, writer, seen[1])
 
-            restore = replaced_attribute(frame_class, "write", property(write))
-            restore.__enter__()
+            restore = ExitStack()
+            restore.enter_context(replaced_attribute(frame_class, "write", property(write)))
+            restore.enter_context(kafka_batch_reads(session_class, _seen_topics))
         _INSTALLED[frame_class] = (count + 1, restore)
     before, _SEEN.writes = _SEEN.writes, (writes, batch_id)
     try:
@@ -78,7 +83,13 @@ def _write_seen(frame_class: type, writes: BatchWrites, batch_id: int) -> Iterat
             if count > 1:
                 _INSTALLED[frame_class] = (count - 1, restore)
             else:
-                restore.__exit__(None, None, None)
+                restore.close()
+
+
+def _seen_topics() -> Mapping[str, list[KeptRecord]]:
+    """The topics of the driver whose batch function runs on this thread."""
+    seen = _SEEN.writes
+    return {} if seen is None else seen[0].topics()
 
 
 class BatchWrites:
@@ -96,6 +107,9 @@ class BatchWrites:
         """How many writes the batch running (or just run) made."""
         self.crash_after: int | None = None
         """Fail the next batch right after its write number ``crash_after``."""
+        self.topics: KafkaTopics = dict
+        """The driver's input topics, for ``spark.read.format("kafka")`` in the function
+        (the runner gives its broker's)."""
 
     def wrap(self, function: Callable[[DataFrame, int], object]
              ) -> Callable[[DataFrame, int], object]:
@@ -113,18 +127,13 @@ class BatchWrites:
              batch_id: int) -> object:
         self.count = 0
         self.kafka_rows = []
-        with self._intercepted(type(frame), batch_id):
+        with _write_seen(type(frame), type(frame.sparkSession), self, batch_id):
             return function(frame, batch_id)
 
     def take(self) -> list[dict[str, Any]]:
         """The Kafka rows the last batch wrote, once."""
         rows, self.kafka_rows = self.kafka_rows, []
         return rows
-
-    @contextmanager
-    def _intercepted(self, frame_class: type, batch_id: int) -> Iterator[None]:
-        with _write_seen(frame_class, self, batch_id):
-            yield
 
     def written(self, batch_id: int) -> None:
         """One write of batch ``batch_id`` is done; fail the batch if it is the one the

@@ -14,6 +14,7 @@ from .._spark.connect.session import ConnectLink
 from .._spark.jvm import Jvm
 from ..core._build_hook import build_hook
 from ..errors import TopologyError, hide_our_frames
+from ._batch_reads import KafkaTopics
 from ._landing import LandingSource, landing_dirs
 from ._specs import _BuiltOutput, _InputSpec
 from .topology import Topology, TopologyFunction
@@ -25,6 +26,7 @@ __all__ = ["build_topology"]
 
 def build_topology(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
+    kafka_topics: KafkaTopics = dict,
 ) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
     """Run the topology function and give every output query its own sources
     (``spark`` is the session the user's code sees: with ``link``, a Connect one). A
@@ -32,7 +34,7 @@ def build_topology(
     A build that fails deletes the landing directories it made if no query holds
     them."""
     try:
-        return _build(function, spark, jvm, link)
+        return _build(function, spark, jvm, link, kafka_topics)
     except BaseException:
         landing = landing_dirs(jvm, make=False)
         if landing is not None:
@@ -42,8 +44,9 @@ def build_topology(
 
 def _build(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None,
+    kafka_topics: KafkaTopics,
 ) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
-    first = _call(function, spark, jvm, link)
+    first = _call(function, spark, jvm, link, kafka_topics)
     if not first._outputs:
         raise TopologyError(
             "the topology function declared no output; call t.output(name, df) at least once"
@@ -56,7 +59,7 @@ def _build(
         reads = {input_name for input_name, source in output.streams
                  if not isinstance(source, LandingSource)}
         if reads & claimed:  # another query already consumes one of these sources
-            again = _call(function, spark, jvm, link)
+            again = _call(function, spark, jvm, link, kafka_topics)
             if _signature(again) != signature:
                 raise TopologyError(
                     "the topology function declared different inputs or outputs when called "
@@ -65,18 +68,19 @@ def _build(
                 )
             output = again._built_output(name)
         claimed |= reads
-        built.append(replace(output, rebuild=partial(_rebuilt, function, spark, jvm, link, name)))
+        rebuild = partial(_rebuilt, function, spark, jvm, link, name, kafka_topics)
+        built.append(replace(output, rebuild=rebuild))
     return first._inputs, built
 
 
 def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-             link: ConnectLink | None, name: str) -> _BuiltOutput:
-    return _call(function, spark, jvm, link)._built_output(name)
+             link: ConnectLink | None, name: str, kafka_topics: KafkaTopics) -> _BuiltOutput:
+    return _call(function, spark, jvm, link, kafka_topics)._built_output(name)
 
 
 def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-          link: ConnectLink | None) -> Topology:
-    topology = Topology(spark, jvm, link)
+          link: ConnectLink | None, kafka_topics: KafkaTopics) -> Topology:
+    topology = Topology(spark, jvm, link, kafka_topics)
     with build_hook().building(function, spark):
         function(topology)
     return topology

@@ -89,8 +89,9 @@ class QueryRunner:
         self._timeout_s = timeout_s
         self._schema_json = built.dataframe.schema.json()
         self._decode = row_decoder(built.dataframe.schema)
-        self._partitions = dict(built.input_partitions)
         self._feed = SourceFeed(built, self._streams)
+        if built.spec.writes is not None:  # what spark.read.format("kafka") reads in it
+            built.spec.writes.topics = lambda: self._broker.kept
         # The records of a failed batch: a restart retries exactly that batch (its
         # offsets are in the offset log), before anything piped after the failure.
         self._retry: tuple[TestRecord, ...] | None = None

@@ -102,7 +102,8 @@ class UpgradeVerbs:
         (the queries stay stopped: start() runs the old version again)."""
         run = self._run
         with scoped_sql_conf(self._spark, run.sql_conf):
-            inputs, built = build_topology(topology, self._users_spark, run.jvm, self._link)
+            inputs, built = build_topology(topology, self._users_spark, run.jvm, self._link,
+                                           lambda: self._broker.kept)
         old = self._queries
         queries = Queries(
             run.jvm, built, checkpoint_root=run.checkpoint_root, interval_ms=run.interval_ms,

@@ -26,7 +26,7 @@ from ..core.time import (
     from_ms,
 )
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
-from ..kafka._broker import Broker
+from ..kafka._broker import Broker, KeptRecord
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
 from ._build import build_topology
@@ -193,7 +193,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         jvm = Jvm(session)
         capabilities(jvm)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
-            self._inputs, built = build_topology(topology, users, jvm, self._link)
+            self._inputs, built = build_topology(topology, users, jvm, self._link,
+                                                 self._kept_topics)
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms, saved)
@@ -451,6 +452,11 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         if not self._closed:
             with contextlib.suppress(StreamTestError):  # None: BatchRecord says what it means
                 self._state.fill_later(name, output)
+
+    def _kept_topics(self) -> Mapping[str, list[KeptRecord]]:
+        """Every record piped to a Kafka input so far (none before the first run)."""
+        broker: Broker | None = getattr(self, "_broker", None)
+        return {} if broker is None else broker.kept
 
     def _pipe(self, input_name: str, lines: list[str], records: Sequence[TestRecord]) -> None:
         self._check_open()

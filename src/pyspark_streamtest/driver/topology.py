@@ -20,6 +20,7 @@ it serves any number of queries, each reading the files from its own checkpoint.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Literal, cast
@@ -55,6 +56,7 @@ from ..kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
+from ._batch_reads import KafkaTopics, kafka_batch_reads
 from ._batch_writes import BatchWrites
 from ._landing import file_source
 from ._specs import Source, _as_struct, _check_name
@@ -79,9 +81,12 @@ class Topology:
     and calls the topology function with it.
     """
 
-    def __init__(self, spark: SparkSession, _jvm: Jvm, _link: ConnectLink | None = None) -> None:
+    def __init__(self, spark: SparkSession, _jvm: Jvm, _link: ConnectLink | None = None,
+                 _kafka_topics: KafkaTopics = dict) -> None:
         self._spark = spark
         self._jvm = _jvm
+        self._kafka_topics = _kafka_topics
+        """The driver's input topics as piped so far (a job's ``spark.read`` of Kafka)."""
         self._link = _link
         """With a Spark Connect session: its link to the server's session (inputs are
         handed out as Connect DataFrames, outputs planned by the server)."""
@@ -399,6 +404,11 @@ class Topology:
         """Mark input ``name`` as read by no query that runs (``from_app``): making a
         handle to pipe into it raises ``why``."""
         self._inputs[name] = replace(self._inputs[name], left_out=why)
+
+    def _batch_reads(self) -> AbstractContextManager[None]:
+        """While open, ``spark.read.format("kafka")`` reads the driver's topics
+        (``from_app``: a job's bounded reads at start-up)."""
+        return kafka_batch_reads(type(self._spark), self._kafka_topics)
 
     def _classic(self, df: DataFrame) -> DataFrame:
         """``df`` as the JVM runs it (a Connect DataFrame planned by the server)."""

@@ -61,6 +61,10 @@ class Broker:
     def __init__(self) -> None:
         self._inputs: dict[str, _TopicLog] = {}
         self._outputs: dict[str, _TopicLog] = {}
+        self.kept: dict[str, list[KeptRecord]] = {}
+        """Every record piped to an input topic, in order (what a batch read of the
+        topic finds: Kafka keeps records whoever has read them). Not saved with a
+        checkpoint."""
 
     def input_log(self, topic: str) -> _TopicLog:
         return self._inputs.setdefault(topic, _TopicLog())
@@ -81,6 +85,25 @@ class Broker:
         for topic, log in data.get("outputs", {}).items():
             broker._outputs[topic] = _TopicLog.from_json(log)
         return broker
+
+
+@dataclass(frozen=True)
+class KeptRecord:
+    """A record of an input topic as Spark's Kafka source reads it."""
+
+    partition: int
+    offset: int
+    record: SerializedRecord
+    timestamp_type: int
+
+    def row(self, topic: str, include_headers: bool) -> tuple[Any, ...]:
+        """The Kafka source's columns (``headers`` last, with ``include_headers``)."""
+        record = self.record
+        row: tuple[Any, ...] = (record.key_bytes, record.value_bytes, topic, self.partition,
+                                self.offset, record.timestamp, self.timestamp_type)
+        if include_headers:
+            row += ([(k, v) for k, v in record.headers],)
+        return row
 
 
 @dataclass(frozen=True)
@@ -155,6 +178,8 @@ def place_input_records(
             else log.place(record.key_bytes, partitions)
         )
         offset = log.append(partition)
+        broker.kept.setdefault(topic, []).append(
+            KeptRecord(partition, offset, record, timestamp_type))
         row: dict[str, Any] = {
             "key": _b64(record.key_bytes),
             "value": _b64(record.value_bytes),
