@@ -42,6 +42,7 @@ from typing import Any
 from pyspark_streamtest import test_spark_session
 
 from ._app import measure_app
+from ._backfill import measure_backfill
 from ._inner import measure_inner
 from ._memory import measure_memory
 from ._pipelines import PROFILED
@@ -118,6 +119,7 @@ def main() -> None:
         measure_inner(args, rows)
     if args.only in ("all", "app"):
         measure_app(spark, steps, timed, record, suite_tests=args.suite_tests)
+        measure_backfill(spark, steps, record)
     if args.only in ("all", "state"):
         measure_state(spark, args, record)
     if args.only in ("all", "memory"):

@@ -67,6 +67,7 @@ TARGETS: dict[str, Target] = {
     "property test: 100 examples, windowed aggregation, up to 6 data batches each, with "
     "run_topology": Target("seconds", 15, unit="s"),
     "payments job: new driver + 3 steps + close": Target("ratio", 4),
+    "availableNow backfill: 10000 records in 20 batches": Target("ratio", 1.1),
     "payments job: 20-test pytest suite, -n 2": Target("ratio", 1, label="time over serial"),
     "1000 stateless steps": Target("python_rss_growth_mb", 50, unit="MB", label="RSS growth"),
     "one test without Spark from the shell, with the plugin":
