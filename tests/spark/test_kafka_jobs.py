@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType, TimestampType
 
 from pyspark_streamtest import (
     BackfillNeverEndsError,
@@ -359,7 +359,7 @@ def test_a_backfill_runs_the_batches_spark_s_own_trigger_runs(spark, tmp_path, t
     if spark.__class__.__module__.startswith("pyspark.sql.connect"):
         pytest.skip("Spark alone runs here on the classic session")
     seconds = [0, 5, 12, 31, 2]
-    stream = JsonMemoryStream(Jvm(spark), StructType.fromDDL("ts TIMESTAMP"))
+    stream = JsonMemoryStream(Jvm(spark), StructType([StructField("ts", TimestampType())]))
     stream.add_json_lines([f'{{"ts":"{at(s).isoformat()}"}}' for s in seconds])
     alone = (windowed(stream.dataframe).writeStream.format("memory").queryName(
         f"alone_{trigger}").option("checkpointLocation", str(tmp_path / "alone"))

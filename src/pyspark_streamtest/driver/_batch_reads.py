@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
@@ -29,7 +29,7 @@ from ..kafka.serdes import KAFKA_HEADERS_TYPE, KAFKA_SOURCE_SCHEMA
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["KafkaTopics", "kafka_batch_reads"]
+__all__ = ["ChainedOptions", "KafkaTopics", "kafka_batch_reads"]
 
 KafkaTopics = Callable[[], Mapping[str, list[KeptRecord]]]
 """The records of every input topic, as piped so far."""
@@ -52,31 +52,43 @@ def kafka_batch_reads(session_class: type, topics: KafkaTopics) -> Iterator[None
         yield
 
 
-class _BatchReader:
-    """``DataFrameReader`` whose ``format("kafka")`` reads the driver's topics."""
+_Chained = TypeVar("_Chained", bound="ChainedOptions")
 
-    def __init__(self, spark: SparkSession, real: Any, topics: KafkaTopics) -> None:
-        self._spark = spark
+
+class ChainedOptions:
+    """PySpark's reader or writer (``_real``), with the ``format`` and the options
+    (keys in lower case, as Spark reads them) its builder verbs were given kept beside
+    it: what the driver's readers and writers decide by."""
+
+    def __init__(self, real: Any) -> None:
         self._real = real
-        self._topics = topics
         self._format: str | None = None
         self._options: dict[str, str] = {}
 
-    def format(self, source: str) -> _BatchReader:
+    def format(self: _Chained, source: str) -> _Chained:
         self._format = str(source)
         self._real = self._real.format(source)
         return self
 
-    def option(self, key: str, value: Any) -> _BatchReader:
+    def option(self: _Chained, key: str, value: Any) -> _Chained:
         text = ("true" if value else "false") if isinstance(value, bool) else str(value)
         self._options[str(key).lower()] = text
         self._real = self._real.option(key, value)
         return self
 
-    def options(self, **options: Any) -> _BatchReader:
+    def options(self: _Chained, **options: Any) -> _Chained:
         for key, value in options.items():
             self.option(key, value)
         return self
+
+
+class _BatchReader(ChainedOptions):
+    """``DataFrameReader`` whose ``format("kafka")`` reads the driver's topics."""
+
+    def __init__(self, spark: SparkSession, real: Any, topics: KafkaTopics) -> None:
+        super().__init__(real)
+        self._spark = spark
+        self._topics = topics
 
     def load(self, path: str | None = None, format: str | None = None, schema: Any = None,
              **options: Any) -> DataFrame:

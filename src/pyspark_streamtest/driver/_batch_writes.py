@@ -29,7 +29,7 @@ from ..core._attributes import replaced_attribute
 from ..errors import TopologyError, hide_our_frames
 from ..kafka._broker import KeptRecord
 from ..kafka._shapes import kafka_sink_frame
-from ._batch_reads import KafkaTopics, kafka_batch_reads
+from ._batch_reads import ChainedOptions, KafkaTopics, kafka_batch_reads
 
 __tracebackhide__ = hide_our_frames
 
@@ -146,31 +146,14 @@ class BatchWrites:
                 f"its write {self.count}")
 
 
-class _BatchWriter:
+class _BatchWriter(ChainedOptions):
     """``DataFrameWriter`` with each write recorded (Kafka) or counted (the rest)."""
 
     def __init__(self, writes: BatchWrites, df: DataFrame, real: Any, batch_id: int) -> None:
+        super().__init__(real)
         self._writes = writes
         self._df = df
-        self._real = real
         self._batch_id = batch_id
-        self._format: str | None = None
-        self._options: dict[str, str] = {}
-
-    def format(self, source: str) -> _BatchWriter:
-        self._format = str(source)
-        self._real = self._real.format(source)
-        return self
-
-    def option(self, key: str, value: Any) -> _BatchWriter:
-        self._options[str(key).lower()] = str(value)
-        self._real = self._real.option(key, value)
-        return self
-
-    def options(self, **options: Any) -> _BatchWriter:
-        for key, value in options.items():
-            self.option(key, value)
-        return self
 
     def save(self, path: str | None = None, format: str | None = None,
              mode: str | None = None, partitionBy: Any = None,  # noqa: N803 (PySpark's)
