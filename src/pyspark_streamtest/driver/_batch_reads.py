@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -29,7 +30,7 @@ from ..kafka.serdes import KAFKA_HEADERS_TYPE, KAFKA_SOURCE_SCHEMA
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["ChainedOptions", "KafkaTopics", "kafka_batch_reads"]
+__all__ = ["ChainedOptions", "KafkaTopics", "kafka_batch_reads", "kept_topics_of"]
 
 KafkaTopics = Callable[[], Mapping[str, list[KeptRecord]]]
 """The records of every input topic, as piped so far."""
@@ -37,6 +38,21 @@ KafkaTopics = Callable[[], Mapping[str, list[KeptRecord]]]
 _EARLIEST, _LATEST = -2, -1
 _UNSUPPORTED = ("startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
                 "endingoffsetsbytimestamp")
+
+
+def kept_topics_of(driver: object) -> KafkaTopics:
+    """Every record piped to ``driver``'s Kafka inputs so far (its broker's; none before
+    its first run, or once it is gone). It holds the driver weakly: the queries keep
+    this for a job's ``spark.read``, and a driver nobody closed must still be collected
+    (its finalizer stops the queries)."""
+    ref = weakref.ref(driver)
+
+    def kept() -> Mapping[str, list[KeptRecord]]:
+        alive = ref()
+        broker = None if alive is None else getattr(alive, "_broker", None)
+        return {} if broker is None else broker.kept
+
+    return kept
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from .._spark.query.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
+from ._batch_reads import kept_topics_of
 from ._build import build_topology
 from ._history import History
 from ._queries import Queries
@@ -103,7 +104,7 @@ class UpgradeVerbs:
         run = self._run
         with scoped_sql_conf(self._spark, run.sql_conf):
             inputs, built = build_topology(topology, self._users_spark, run.jvm, self._link,
-                                           lambda: self._broker.kept)
+                                           kept_topics_of(self))
         old = self._queries
         queries = Queries(
             run.jvm, built, checkpoint_root=run.checkpoint_root, interval_ms=run.interval_ms,

@@ -26,9 +26,10 @@ from ..core.time import (
     from_ms,
 )
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
-from ..kafka._broker import Broker, KeptRecord
+from ..kafka._broker import Broker
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
+from ._batch_reads import kept_topics_of
 from ._build import build_topology
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
@@ -194,7 +195,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         capabilities(jvm)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built = build_topology(topology, users, jvm, self._link,
-                                                 self._kept_topics)
+                                                 kept_topics_of(self))
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms, saved)
@@ -452,11 +453,6 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         if not self._closed:
             with contextlib.suppress(StreamTestError):  # None: BatchRecord says what it means
                 self._state.fill_later(name, output)
-
-    def _kept_topics(self) -> Mapping[str, list[KeptRecord]]:
-        """Every record piped to a Kafka input so far (none before the first run)."""
-        broker: Broker | None = getattr(self, "_broker", None)
-        return {} if broker is None else broker.kept
 
     def _pipe(self, input_name: str, lines: list[str], records: Sequence[TestRecord]) -> None:
         self._check_open()
