@@ -52,7 +52,6 @@ __tracebackhide__ = hide_our_frames
 _QUERY_SERIALS = itertools.count(1)
 
 
-
 class QueryRunner:
     def __init__(
         self, jvm: Jvm, built: _BuiltOutput, checkpoint: str, trigger_interval_ms: int,

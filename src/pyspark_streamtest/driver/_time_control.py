@@ -178,6 +178,10 @@ class TimeControl:
                     f"output {output!r} has no event-time watermark (no withWatermark in its "
                     "query), so there is nothing to advance"
                 )
+            if not runner.running:
+                raise DriverStoppedError(
+                    f"the query of output {output!r} has ended (trigger availableNow or "
+                    "once); driver.restart() runs it again")
             return [runner]
         runners = [r for r in self._queries.active if r.watermark_ms() is not None]
         if not runners:
