@@ -56,6 +56,17 @@ def test_a_backfill_reads_its_backlog_ends_and_the_next_run_goes_on(topology_dri
     assert per_minute.read_key_values_to_list() == [
         ("click", {"minute": "2024-01-01T00:03:00.000Z", "count": 1})]
 
+    # An event id is remembered for the watermark's 2 minutes past its event time, no
+    # longer: once a later event has moved the watermark past 00:02:05 (in the run
+    # that reads it, whose no-data batch evicts the key), e1 counts again.
+    web.pipe_input(None, event("e4", "view", 400))
+    driver.restart()
+    per_minute.read_key_values_to_list()
+    web.pipe_input(None, event("e1", "click", 350))
+    driver.restart()
+    assert per_minute.read_key_values_to_list() == [
+        ("click", {"minute": "2024-01-01T00:05:00.000Z", "count": 1})]
+
 
 def test_the_lag_monitor_survives_a_crash_between_its_two_writes(topology_driver):
     driver = topology_driver.from_app(main, topics=TOPICS, start_time=T0, outputs=["lag"])
