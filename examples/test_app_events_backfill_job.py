@@ -28,6 +28,11 @@ def test_the_read_limit_makes_the_batches_production_makes(topology_driver):
     # maxOffsetsPerTrigger=500 over two topics: 291 + 208 twice, then 118 + 84
     assert [(b.processing_time - T0, b.num_input_rows) for b in ran] == [
         (timedelta(minutes=1), 499), (timedelta(minutes=2), 499), (timedelta(minutes=3), 202)]
+    # update mode: each batch writes the counts it changed, before the minute closes
+    counts = driver.create_output_topic("events-per-minute", key_deserializer="string",
+                                        value_deserializer="json")
+    assert [v["count"] for _, v in counts.read_key_values_to_list()][-2:] in (
+        [700, 500], [500, 700])
 
 
 def test_a_backfill_reads_its_backlog_ends_and_the_next_run_goes_on(topology_driver):
@@ -56,16 +61,20 @@ def test_a_backfill_reads_its_backlog_ends_and_the_next_run_goes_on(topology_dri
     assert per_minute.read_key_values_to_list() == [
         ("click", {"minute": "2024-01-01T00:03:00.000Z", "count": 1})]
 
-    # An event id is remembered for the watermark's 2 minutes past its event time, no
-    # longer: once a later event has moved the watermark past 00:02:05 (in the run
-    # that reads it, whose no-data batch evicts the key), e1 counts again.
-    web.pipe_input(None, event("e4", "view", 400))
+    # The watermark is the newest event time less 2 minutes (00:01:20 after e3): e5 at
+    # 00:01:50 is on time (a 1-minute delay would drop it), and e4 at 00:05:00 moves the
+    # watermark to 00:03:00, past e1's 00:00:05 + 2 minutes: its id is forgotten (a
+    # 3-minute delay would still hold it), so e1 sent again counts.
+    web.pipe_input(None, event("e4", "click", 300))
+    web.pipe_input(None, event("e5", "view", 110))
     driver.restart()
-    per_minute.read_key_values_to_list()
+    assert {k: (v["minute"][11:16], v["count"])
+            for k, v in per_minute.read_key_values_to_map().items()} == {
+        "click": ("00:05", 1), "view": ("00:01", 2)}
     web.pipe_input(None, event("e1", "click", 350))
     driver.restart()
     assert per_minute.read_key_values_to_list() == [
-        ("click", {"minute": "2024-01-01T00:05:00.000Z", "count": 1})]
+        ("click", {"minute": "2024-01-01T00:05:00.000Z", "count": 2})]
 
 
 def test_the_lag_monitor_survives_a_crash_between_its_two_writes(topology_driver):
