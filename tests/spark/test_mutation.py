@@ -135,3 +135,36 @@ def test_a_sample_is_the_same_for_a_seed_and_nothing_of_a_mutant_outlives_its_ru
     _run(pytester).assert_outcomes(passed=2)
     assert type(spark.range(0)).withWatermark is with_watermark
     assert functions.window is window
+
+
+def test_a_mutant_of_a_query_no_test_runs_is_unreached_not_surviving(pytester, spark):
+    # the test runs the job with from_app(outputs=["paid"]): the job still builds
+    # "large", so its filter's mutant is made, but no query that runs changes
+    _suite(pytester, "two_queries_job", test_only_paid="only_paid")
+    result = _run(pytester, "--streamtest-mutate", "--streamtest-mutate-json=m.json")
+    result.assert_outcomes(passed=1)
+    document = json.loads((pytester.path / "m.json").read_text())
+    fates = {(m["original"], m["replacement"]): m for m in document["mutants"]}
+    assert {mutant: m["status"] for mutant, m in fates.items()} == {
+        ('col("amount") > 0', ">="): "killed",  # in "paid": the test sees it
+        ('outputMode("append")', '"update"'): "survived",  # "paid" is stateless
+        ('col("amount") >= 100', ">"): "unreached",
+    }
+    assert fates[('col("amount") >= 100', ">")]["reason"] == (
+        "it changes no query its tests run, only queries from_app(outputs=...) leaves "
+        "out ('large')")
+    result.stdout.fnmatch_lines([
+        "*two_queries_job:main: 3 mutants, 0 invalid, 1 unreached, 1 killed, 1 survived: "
+        "score 50.0 %*"])
+
+
+def test_two_builds_of_a_query_share_a_shape_and_a_change_past_the_25th_field_shows(spark):
+    from pyspark_streamtest._spark.query.plan import plan_shape
+
+    def build(last):
+        stream = spark.readStream.format("rate").load()
+        columns = [f"value + {i} AS c{i}" for i in range(39)] + [f"value + {last} AS c39"]
+        return stream.withWatermark("timestamp", "1 second").selectExpr(*columns)
+
+    assert plan_shape(build(39)) == plan_shape(build(39))  # new ids, hash codes, UUIDs
+    assert plan_shape(build(39)) != plan_shape(build(40))  # Spark's toString cuts at 25

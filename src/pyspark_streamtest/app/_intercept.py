@@ -87,6 +87,7 @@ def _leave_out(run: AppRun, wanted: tuple[str, ...]) -> None:
             f"from_app(outputs=...) names {', '.join(map(repr, missing))}, but the job starts "
             f"no query of that name; its queries are "
             f"{', '.join(map(repr, run.outputs)) or 'none'}")
+    run.declarer._leave_out_outputs(tuple(name for name, _ in run.left_out))
     def leaves(df: DataFrame) -> set[int]:
         return set(plan_facts(run.declarer._classic(df)).streaming_leaf_expr_ids)
 

@@ -81,8 +81,10 @@ def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
 def _call(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
           link: ConnectLink | None, kafka_topics: KafkaTopics) -> Topology:
     topology = Topology(spark, jvm, link, kafka_topics)
-    with build_hook().building(function, spark):
+    hook = build_hook()
+    with hook.building(function, spark):
         function(topology)
+    hook.built(topology._output_shapes, topology._left_out_outputs)
     return topology
 
 

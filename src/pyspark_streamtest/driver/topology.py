@@ -37,7 +37,7 @@ from .._spark.connect.session import ConnectLink
 from .._spark.jvm import Jvm
 from .._spark.query.late_rows import late_operators
 from .._spark.query.memory_stream import JsonMemoryStream
-from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts
+from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts, plan_shape
 from .._spark.query.start import processing_time_ms
 from ..core._build_hook import build_hook
 from ..core._values import StructEncoder
@@ -93,6 +93,8 @@ class Topology:
         self._inputs: dict[str, _InputSpec] = {}
         self._streams: dict[str, Source] = {}
         self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
+        self._left_out_outputs: tuple[str, ...] = ()
+        """The queries of a ``from_app`` job that ``from_app(outputs=...)`` leaves out."""
 
     @property
     def spark(self) -> SparkSession:
@@ -400,6 +402,10 @@ class Topology:
                 self._inputs[name] = replace(spec, read_limit=replace(spec.read_limit,
                                                                       source=source))
 
+    def _leave_out_outputs(self, names: tuple[str, ...]) -> None:
+        """Note the queries of a ``from_app`` job that do not run."""
+        self._left_out_outputs = names
+
     def _leave_out_input(self, name: str, why: str) -> None:
         """Mark input ``name`` as read by no query that runs (``from_app``): making a
         handle to pipe into it raises ``why``."""
@@ -420,6 +426,13 @@ class Topology:
         return processing_time_ms(self._jvm, interval)
 
     # --- used by the driver -----------------------------------------------------------------
+    def _output_shapes(self) -> dict[str, str]:
+        """Each output's mode, trigger and plan, as text two builds of the same query
+        share (what a build hook compares)."""
+        return {name: f"{spec.output_mode} {spec.trigger_ms}\n"
+                      f"{plan_shape(self._classic(df))}"
+                for name, (spec, df) in self._outputs.items()}
+
     def _built_output(self, name: str) -> _BuiltOutput:
         spec, df = self._outputs[name]
         df = self._classic(df)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +45,11 @@ _MODES = {"append": "update", "update": "append", "complete": "update"}
 
 Candidate = tuple[str, str, str, Any]
 """(operator, kind, replacement as shown, the new value)."""
+Shapes = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+"""One build's (output, shape) pairs, sorted, and the queries it left out."""
+# The mutants whose change a running query's plan may not show (a wrapped processor's
+# handle): never said to reach only queries that do not run.
+UNSEEN_IN_PLAN = frozenset({"ttl", "timer"})
 
 
 @dataclass
@@ -68,6 +73,9 @@ class Mutator(BuildHook):
         self.applied = 0
         self.found: dict[str, Mutant] = {}
         self.seen: set[str] = set()
+        self.builds: list[Shapes] = []
+        """Per build: each running output's shape if it left queries out
+        (``from_app(outputs=...)``), and the queries it left out."""
         self._build: _Build | None = None
         self._inside = False
 
@@ -99,6 +107,11 @@ class Mutator(BuildHook):
                 yield
         finally:
             self._build = outer
+
+    def built(self, shapes: Callable[[], Mapping[str, str]], left_out: tuple[str, ...]
+              ) -> None:
+        # a build that runs every query runs every mutant it makes: no shape needed
+        self.builds.append((tuple(sorted(shapes().items())) if left_out else (), left_out))
 
     def output_mode(self, output: str, mode: str) -> str:
         if self._build is None or mode not in _MODES:

@@ -113,6 +113,7 @@ class Mutation:
         # the folder where xdist workers agree on the sample: the controller's to make
         self.folder = tempfile.mkdtemp(prefix="streamtest-mutate-") if gates and not runs else ""
         self._reached: dict[str, set[str]] = {}  # test id -> ids of the mutants it reached
+        self._builds: dict[str, list[Any]] = {}  # test id -> its builds that left queries out
         self._items: dict[str, pytest.Item] = {}
         self._failed: list[str] = []
         self._mutating = False
@@ -128,11 +129,12 @@ class Mutation:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
         if not self._runs or self._mutating:
             return (yield)
-        self.mutator.seen = set()
+        self.mutator.seen, self.mutator.builds = set(), []
         try:
             return (yield)
         finally:
             self._reached[item.nodeid] = set(self.mutator.seen)
+            self._builds[item.nodeid] = self.mutator.builds
             self._items[item.nodeid] = item
 
     @pytest.hookimpl(wrapper=True)
@@ -230,18 +232,25 @@ class Mutation:
         """Run ``tests`` with ``mutant`` made, to the first that fails."""
         from _pytest.runner import runtestprotocol
 
+        from ..mutate._intercept import UNSEEN_IN_PLAN
         from ..mutate._results import MutantResult, classify
 
         result = MutantResult(mutant, "survived")
         before = self._test_seconds
         self.mutator.active, self.mutator.applied = mutant, 0
         self._mutating = True
+        # the queries left out where the mutant was made, while no query that ran changed
+        left_out: set[str] | None = set()
         try:
             for item in tests:
                 self._error = None
+                self.mutator.builds, applied = [], self.mutator.applied
                 with _without_shrinking(item):
                     reports = runtestprotocol(item, log=False, nextitem=None)
                 result.tests.append(item.nodeid)
+                if left_out is not None and self.mutator.applied > applied:
+                    left_out = _only_left_out(left_out, self._builds.get(item.nodeid, []),
+                                              self.mutator.builds)
                 if any(r.failed for r in reports):
                     result.status, result.reason = classify(self._error)
                     result.by = item.nodeid
@@ -252,6 +261,12 @@ class Mutation:
         if result.status == "survived" and self.mutator.applied == 0:
             result.status = "unreached"
             result.reason = "its tests no longer made the call it changes"
+        elif (result.status == "survived" and left_out
+              and mutant.kind not in UNSEEN_IN_PLAN):
+            result.status = "unreached"
+            result.reason = (
+                f"it changes no query its tests run, only queries from_app(outputs=...) "
+                f"leaves out ({', '.join(map(repr, sorted(left_out)))})")
         result.seconds = self._test_seconds - before
         return result
 
@@ -329,6 +344,15 @@ class Mutation:
             for path in Path(self.folder).glob("*"):
                 path.unlink()
             os.rmdir(self.folder)
+
+
+def _only_left_out(so_far: set[str], before: list[Any], now: list[Any]) -> set[str] | None:
+    """``so_far`` and the queries a test's builds left out, if the mutant made in them
+    changed none of the queries that ran (each build's running outputs the same shape as
+    in the tests' own run); None if it changed one, or a build ran every query."""
+    if now != before or not now or not all(left for _, left in now):
+        return None
+    return so_far.union(*(left for _, left in now))
 
 
 @contextmanager

@@ -240,3 +240,43 @@ def late_rule_for(output_mode: str, df: DataFrame, facts: PlanFacts,
         # batch's late records are evaluated from the plan instead (exact, self-checked).
         return "rows can be removed before the stateful operator (a filter, join, explode...)"
     return rule
+
+
+# What differs between two builds of one query: expression ids, objects' hash codes
+# (a memory stream's provider and table), a watermark node's UUID.
+_BUILD_NOISE = re.compile(
+    r"#\d+L?|@[0-9a-f]{4,}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_ALL_FIELDS = 2**31 - 1
+
+
+def plan_shape(df: DataFrame) -> str:
+    """The analyzed plan of ``df`` as text that two builds of the same query share and a
+    changed query does not: every field shown (none cut at
+    ``spark.sql.debug.maxToStringFields``), expression ids, hash codes and UUIDs left
+    out."""
+    plan = df._jdf.queryExecution().analyzed()
+    tail = _tree_string_tail(plan)
+    text = (plan.toString() if tail is None
+            else plan.treeString(True, False, _ALL_FIELDS, False, *tail))
+    return _BUILD_NOISE.sub("", str(text))
+
+
+_TAILS: dict[str, tuple[object, ...] | None] = {}
+
+
+def _tree_string_tail(plan: JavaObject) -> tuple[object, ...] | None:
+    """The arguments after ``(verbose, addSuffix, maxFields, printOperatorId)`` that this
+    line's ``TreeNode.treeString`` takes (4.x: ``printOutputColumns``; other lines may
+    take an indent), as their defaults; None if it has no such form. Looked up once."""
+    key = "treeString"
+    if key not in _TAILS:
+        _TAILS[key] = None
+        for method in plan.getClass().getMethods():
+            if str(method.getName()) != key:
+                continue
+            types = [str(t.getName()) for t in method.getParameterTypes()]
+            if types[:4] == ["boolean", "boolean", "int", "boolean"] and all(
+                    t in ("boolean", "int") for t in types[4:]):
+                _TAILS[key] = tuple(False if t == "boolean" else 0 for t in types[4:])
+                break
+    return _TAILS[key]
