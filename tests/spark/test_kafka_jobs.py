@@ -484,3 +484,48 @@ def test_bounded_kafka_reads_spark_refuses_are_refused(spark, options, message):
 
     with pytest.raises(UnsupportedAppCallError, match=message):
         TopologyTestDriver.from_app(job, spark=spark)
+
+
+def announcing_job(spark: SparkSession) -> None:
+    """A job that tells a topic it started (a batch write in main(), before its query)."""
+    (spark.createDataFrame([("orders-job", "started", "v2")], "key STRING, value STRING, v STRING")
+     .selectExpr("key", "value", "array(named_struct('key', 'version', 'value', "
+                 "CAST(v AS BINARY))) AS headers")
+     .write.format("kafka").option("kafka.bootstrap.servers", "k:9092")
+     .option("topic", "job-events").save())
+    (spark.readStream.format("kafka").option("subscribe", "events").load()
+     .selectExpr("key", "value").writeStream.format("kafka").option("topic", "job-events")
+     .start())
+
+
+def test_a_kafka_write_in_main_is_a_record_of_its_topic_before_any_batch(spark):
+    with TopologyTestDriver.from_app(announcing_job, spark=spark, start_time=T0) as driver:
+        job_events = driver.create_output_topic("job-events", key_deserializer="string",
+                                                value_deserializer="string")
+        (started,) = job_events.read_records_to_list()  # written when the job started
+        assert (started.key, started.value, started.headers) == (
+            "orders-job", "started", (("version", b"v2"),))
+        assert (started.batch_id, started.timestamp, started.offset) == (None, T0, 0)
+        events = driver.create_input_topic("events", key_serializer="string",
+                                           value_serializer="string")
+        events.pipe_input("k", "one")
+        driver.process_all_available()
+        (record,) = job_events.read_records_to_list()
+        assert (record.value, record.offset, record.batch_id) == ("one", 1, 0)
+        driver.restart()  # the queries again, not main(): nothing more written
+        assert job_events.read_records_to_list() == []
+        driver.restart(app=announcing_job)  # a new version: its main() runs and writes
+        upgraded = driver.create_output_topic("job-events", value_deserializer="string")
+        assert [(r.value, r.offset) for r in upgraded.read_records_to_list()] == [
+            ("started", 2)]
+        driver.reset()  # as a new driver: the job's record again, at offset 0
+        again = driver.create_output_topic("job-events", value_deserializer="string")
+        assert [(r.value, r.offset) for r in again.read_records_to_list()] == [("started", 0)]
+
+
+def test_a_kafka_write_in_main_without_a_topic_is_refused_as_spark_s_sink_refuses_it(spark):
+    def job(spark: SparkSession) -> None:
+        spark.createDataFrame([("x",)], "value STRING").write.format("kafka").save()
+
+    with pytest.raises(TopologyError, match=r"in the job's main\(\) names no topic"):
+        TopologyTestDriver.from_app(job, spark=spark)

@@ -151,5 +151,5 @@ def intercepted(spark: SparkSession, run: AppRun) -> Iterator[None]:
             (type(spark).Builder, "getOrCreate", get_or_create),
         ):
             restore.enter_context(replaced_attribute(owner, name, value))
-        restore.enter_context(run.declarer._batch_reads())  # spark.read.format("kafka")
+        restore.enter_context(run.declarer._job_io())  # spark.read / df.write of Kafka
         yield

@@ -1,7 +1,8 @@
-"""What a ``foreachBatch`` function writes with ``DataFrame.write`` inside a batch.
+"""What a ``foreachBatch`` function writes with ``DataFrame.write`` inside a batch, and
+what a ``from_app`` job's ``main()`` writes the same way before its queries run.
 
-While the function runs, ``batch_df.write`` (and ``df.write`` of any DataFrame of that
-class) is a writer that records every write it makes:
+While the function (or ``main()``) runs, ``batch_df.write`` (and ``df.write`` of any
+DataFrame of that class) is a writer that records every write it makes:
 
 * ``format("kafka")`` (with ``save()``) becomes records of the topic, with the columns
   and rules of Spark's Kafka sink (``value``, optional ``key``, ``topic``, ``partition``
@@ -98,8 +99,10 @@ class BatchWrites:
     :meth:`call` runs the function with ``write`` intercepted; the Kafka rows it wrote
     wait in :attr:`kafka_rows` until the driver records the batch (:meth:`take`)."""
 
-    def __init__(self, output: str) -> None:
+    def __init__(self, output: str, where: str | None = None) -> None:
         self.output = output
+        self.where = where or f"output {output!r}'s batch"
+        """What writes, as an error names it."""
         self.kafka_rows: list[dict[str, Any]] = []
         """The Kafka sink's rows (``key``, ``value``, ``topic``, ``partition``,
         ``headers``) written by the batch running or just run."""
@@ -129,6 +132,13 @@ class BatchWrites:
         self.kafka_rows = []
         with _write_seen(type(frame), type(frame.sparkSession), self, batch_id):
             return function(frame, batch_id)
+
+    @contextmanager
+    def seen_in(self, spark: Any) -> Iterator[None]:
+        """While open, the writes of DataFrames of ``spark``'s class on this thread are
+        recorded here (a ``from_app`` job's ``main()``: its writes before any batch)."""
+        with _write_seen(type(spark.range(0)), type(spark), self, -1):
+            yield
 
     def take(self) -> list[dict[str, Any]]:
         """The Kafka rows the last batch wrote, once."""
@@ -172,7 +182,7 @@ class _BatchWriter(ChainedOptions):
         topic = self._options.get("topic")
         if topic is None and "topic" not in self._df.columns:
             raise TopologyError(
-                f"a write of output {self._writes.output!r}'s batch to Kafka names no topic: "
+                f"a write to Kafka in {self._writes.where} names no topic: "
                 "Spark's Kafka sink needs the 'topic' option or a 'topic' column")
         shaped, _ = kafka_sink_frame(topic or "kafka", self._df, topic, 1)
         self._writes.kafka_rows.extend(row.asDict(recursive=True) for row in shaped.collect())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -27,12 +28,13 @@ __all__ = ["build_topology"]
 def build_topology(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
     kafka_topics: KafkaTopics = dict,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
+) -> tuple[dict[str, _InputSpec], list[_BuiltOutput], list[dict[str, Any]]]:
     """Run the topology function and give every output query its own sources
     (``spark`` is the session the user's code sees: with ``link``, a Connect one). A
     file source serves several queries, so one its query shares needs no second call.
-    A build that fails deletes the landing directories it made if no query holds
-    them."""
+    Also returns the Kafka sink rows a ``from_app`` job's ``main()`` wrote (its first
+    call's: a second call is the driver's, not the job's). A build that fails deletes
+    the landing directories it made if no query holds them."""
     try:
         return _build(function, spark, jvm, link, kafka_topics)
     except BaseException:
@@ -45,7 +47,7 @@ def build_topology(
 def _build(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None,
     kafka_topics: KafkaTopics,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput]]:
+) -> tuple[dict[str, _InputSpec], list[_BuiltOutput], list[dict[str, Any]]]:
     first = _call(function, spark, jvm, link, kafka_topics)
     if not first._outputs:
         raise TopologyError(
@@ -70,7 +72,7 @@ def _build(
         claimed |= reads
         rebuild = partial(_rebuilt, function, spark, jvm, link, name, kafka_topics)
         built.append(replace(output, rebuild=rebuild))
-    return first._inputs, built
+    return first._inputs, built, first._job_writes.take()
 
 
 def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,

@@ -63,6 +63,12 @@ class History:
                 queue.append(record)
                 self._written.setdefault(topic, []).append(record)
 
+    def absorb_written(self, records: Iterable[TestRecord]) -> None:
+        """Queue records no batch wrote (a ``from_app`` job's Kafka writes in ``main()``)."""
+        for record in records:
+            self._queues.setdefault(record.topic, deque()).append(record)
+            self._written.setdefault(record.topic, []).append(record)
+
     def _fill(self, name: str, output: str) -> None:
         filler = self._fill_ref() if self._fill_ref is not None else None
         if filler is not None:

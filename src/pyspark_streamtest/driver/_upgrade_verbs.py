@@ -45,6 +45,7 @@ class UpgradeVerbs:
     _generation: int
     _track: Callable[..., None]
     _after_new_queries: Callable[[], None]
+    _absorb_job_writes: Callable[[list[dict[str, Any]], int], None]
     _app_settings: AppSettings | None
     """The ``from_app`` settings of a driver made by it (for ``restart(app=...)``)."""
 
@@ -103,8 +104,8 @@ class UpgradeVerbs:
         (the queries stay stopped: start() runs the old version again)."""
         run = self._run
         with scoped_sql_conf(self._spark, run.sql_conf):
-            inputs, built = build_topology(topology, self._users_spark, run.jvm, self._link,
-                                           kept_topics_of(self))
+            inputs, built, job_rows = build_topology(
+                topology, self._users_spark, run.jvm, self._link, kept_topics_of(self))
         old = self._queries
         queries = Queries(
             run.jvm, built, checkpoint_root=run.checkpoint_root, interval_ms=run.interval_ms,
@@ -118,6 +119,7 @@ class UpgradeVerbs:
         self._queries = queries
         self._track(register=False)  # the new queries are released like the old ones were
         self._history.add_outputs(n for n, b in self._outputs.items() if b.spec.kafka is None)
+        self._absorb_job_writes(job_rows, self._time.now_ms)  # the new version's main()
         self._time.use_queries(queries)
         self._generation += 1
         self._after_new_queries()

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import TracebackType
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -26,7 +27,7 @@ from ..core.time import (
     from_ms,
 )
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
-from ..kafka._broker import Broker
+from ..kafka._broker import Broker, kafka_output_records
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
 from ._batch_reads import kept_topics_of
@@ -194,12 +195,14 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         jvm = Jvm(session)
         capabilities(jvm)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
-            self._inputs, built = build_topology(topology, users, jvm, self._link,
-                                                 kept_topics_of(self))
+            self._inputs, built, job_rows = build_topology(topology, users, jvm, self._link,
+                                                           kept_topics_of(self))
         self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms, saved)
         self._generation = 0
+        self._job_rows = job_rows
+        """The Kafka rows the job's ``main()`` wrote: records of every run's start."""
         self._begin_run(now_ms, first=True)
 
     def _begin_run(self, now_ms: int, *, first: bool = False) -> None:
@@ -210,6 +213,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         self._broker = Broker() if run.saved is None else Broker.from_json(run.saved.broker)
         self._history = History((n for n, b in self._outputs.items() if b.spec.kafka is None),
                                 fill=weakref.WeakMethod(self._fill_later))
+        self._absorb_job_writes(self._job_rows, now_ms)  # a reset's run starts as a new one
         self._queries = Queries(  # removes its checkpoint folder if it fails
             run.jvm, self._outputs.values(), checkpoint_root=run.checkpoint_root,
             interval_ms=run.interval_ms, timeout_ms=run.timeout_ms, sql_conf=run.sql_conf,
@@ -229,6 +233,13 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
                 raise
             raise failure from None
         self._after_new_queries()
+
+    def _absorb_job_writes(self, rows: list[dict[str, Any]], now_ms: int) -> None:
+        """The records of a ``from_app`` job's Kafka writes in ``main()`` (no batch's)."""
+        self._job_rows = rows
+        if rows:
+            self._history.absorb_written(
+                kafka_output_records(self._broker, 1, rows, None, from_ms(now_ms)))
 
     def _after_new_queries(self) -> None:
         """State access and topic handles for the current queries (handles check that

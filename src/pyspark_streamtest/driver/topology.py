@@ -56,7 +56,7 @@ from ..kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
-from ._batch_reads import KafkaTopics, kafka_batch_reads
+from ._batch_reads import KafkaTopics
 from ._batch_writes import BatchWrites
 from ._landing import file_source
 from ._specs import Source, _as_struct, _check_name
@@ -95,6 +95,9 @@ class Topology:
         self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
         self._left_out_outputs: tuple[str, ...] = ()
         """The queries of a ``from_app`` job that ``from_app(outputs=...)`` leaves out."""
+        self._job_writes = BatchWrites("main()", "the job's main()")
+        """What a ``from_app`` job's ``main()`` wrote with ``DataFrame.write``."""
+        self._job_writes.topics = _kafka_topics
 
     @property
     def spark(self) -> SparkSession:
@@ -411,10 +414,11 @@ class Topology:
         handle to pipe into it raises ``why``."""
         self._inputs[name] = replace(self._inputs[name], left_out=why)
 
-    def _batch_reads(self) -> AbstractContextManager[None]:
-        """While open, ``spark.read.format("kafka")`` reads the driver's topics
-        (``from_app``: a job's bounded reads at start-up)."""
-        return kafka_batch_reads(type(self._spark), self._kafka_topics)
+    def _job_io(self) -> AbstractContextManager[None]:
+        """While open (``from_app``: the job's ``main()``), ``spark.read.format("kafka")``
+        reads the driver's topics and ``df.write`` is recorded: a Kafka write becomes
+        records of its topic when the queries start, other writes run for real."""
+        return self._job_writes.seen_in(self._spark)
 
     def _classic(self, df: DataFrame) -> DataFrame:
         """``df`` as the JVM runs it (a Connect DataFrame planned by the server)."""

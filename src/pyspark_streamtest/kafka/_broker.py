@@ -216,10 +216,11 @@ def kafka_output_records(
     broker: Broker,
     partitions: int,
     rows: Iterable[Mapping[str, Any]],
-    batch_id: int,
+    batch_id: int | None,
     processing_time: datetime,
 ) -> tuple[TestRecord, ...]:
-    """The records a batch's rows become in their topics (key and value as bytes)."""
+    """The records a batch's rows become in their topics (key and value as bytes);
+    ``batch_id`` None for rows no batch wrote (a job's ``main()``)."""
     out: list[TestRecord] = []
     for row in rows:
         topic = str(row["topic"])
