@@ -529,3 +529,20 @@ def test_a_kafka_write_in_main_without_a_topic_is_refused_as_spark_s_sink_refuse
 
     with pytest.raises(TopologyError, match=r"in the job's main\(\) names no topic"):
         TopologyTestDriver.from_app(job, spark=spark)
+
+
+def test_a_saved_checkpoint_keeps_what_the_topics_held_for_a_batch_read(spark, tmp_path):
+    with TopologyTestDriver.from_app(lag_job, spark=spark, start_time=T0) as first:
+        events = first.create_input_topic("events", value_serializer="string")
+        events.pipe_value_list(["a", "b"])
+        first.process_all_available()
+        first.save_checkpoint(tmp_path / "saved")
+    with TopologyTestDriver.from_app(lag_job, spark=spark,
+                                     checkpoint=tmp_path / "saved") as second:
+        events = second.create_input_topic("events", value_serializer="string")
+        lag = second.create_output_topic("lag", value_deserializer="string")
+        events.pipe_value_list(["c", "d", "e"])
+        second.process_all_available()
+        # a and b (offsets 0 and 1) were held before the save: 5 held, the batches
+        # read 2 then 1, and the read up to offset 2 finds a and b
+        assert lag.read_values_to_list() == ["3/2", "4/2"]

@@ -63,8 +63,8 @@ class Broker:
         self._outputs: dict[str, _TopicLog] = {}
         self.kept: dict[str, list[KeptRecord]] = {}
         """Every record piped to an input topic, in order (what a batch read of the
-        topic finds: Kafka keeps records whoever has read them). Not saved with a
-        checkpoint."""
+        topic finds: Kafka keeps records whoever has read them). Saved with a
+        checkpoint, as bytes."""
 
     def input_log(self, topic: str) -> _TopicLog:
         return self._inputs.setdefault(topic, _TopicLog())
@@ -73,9 +73,15 @@ class Broker:
         return self._outputs.setdefault(topic, _TopicLog())
 
     def to_json(self) -> dict[str, Any]:
-        """Every topic's next offsets (saved with a checkpoint: offsets go on)."""
-        return {kind: {topic: log.to_json() for topic, log in logs.items()}
-                for kind, logs in (("inputs", self._inputs), ("outputs", self._outputs))}
+        """Every topic's next offsets and every record piped to an input topic (saved
+        with a checkpoint: offsets go on, and a batch read of a topic by the next driver
+        finds what the topic held)."""
+        data: dict[str, Any] = {
+            kind: {topic: log.to_json() for topic, log in logs.items()}
+            for kind, logs in (("inputs", self._inputs), ("outputs", self._outputs))}
+        data["kept"] = {topic: [r.to_json() for r in records]
+                        for topic, records in self.kept.items()}
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Broker:
@@ -84,6 +90,8 @@ class Broker:
             broker._inputs[topic] = _TopicLog.from_json(log)
         for topic, log in data.get("outputs", {}).items():
             broker._outputs[topic] = _TopicLog.from_json(log)
+        for topic, records in data.get("kept", {}).items():
+            broker.kept[topic] = [KeptRecord.from_json(r) for r in records]
         return broker
 
 
@@ -104,6 +112,27 @@ class KeptRecord:
         if include_headers:
             row += ([(k, v) for k, v in record.headers],)
         return row
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as a saved checkpoint holds it: bytes in base64, the time as ISO
+        text."""
+        record = self.record
+        return {"partition": self.partition, "offset": self.offset,
+                "key": _b64(record.key_bytes), "value": _b64(record.value_bytes),
+                "timestamp": record.timestamp.isoformat(),
+                "headers": [[k, _b64(v)] for k, v in record.headers],
+                "timestamp_type": self.timestamp_type}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KeptRecord:
+        """The inverse of :meth:`to_json`; the record's deserialized ``key`` and
+        ``value`` are not kept (a batch read gives the bytes)."""
+        record = SerializedRecord(
+            None, None, _unb64(data["key"]), _unb64(data["value"]),
+            datetime.fromisoformat(data["timestamp"]),
+            tuple((str(k), _unb64(v)) for k, v in data["headers"]), int(data["partition"]))
+        return cls(int(data["partition"]), int(data["offset"]), record,
+                   int(data["timestamp_type"]))
 
 
 @dataclass(frozen=True)
@@ -152,6 +181,10 @@ def normalize_headers(headers: object) -> Headers:
             )
         out.append((key, value))
     return tuple(out)
+
+
+def _unb64(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
 
 
 def _b64(data: bytes | None) -> str | None:
