@@ -313,10 +313,25 @@ def test_a_killed_jvm_is_replaced(project):
     assert first not in [info["jvm_pid"] for info in project.warm()]
 
 
+def _cleaned(project: Project, jvm_pid: int) -> None:
+    """Wait (bounded) until the keeper of ``jvm_pid`` has cleaned it after its run."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for info in project.jvms.glob("*/gateway.json"):
+            if json.loads(info.read_text())["jvm_pid"] == jvm_pid and (
+                    info.parent / "cleaned").exists():
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"the keeper of JVM {jvm_pid} did not clean it within 60 s")
+
+
 def test_a_wedged_jvm_is_replaced_without_waiting_on_it(project):
-    """A JVM that does not answer (stopped here) is ended, and the run starts another
-    after at most the answer timeout."""
+    """A JVM that does not answer (stopped here, once its keeper has cleaned it after
+    its run: a JVM stopped while it is cleaned holds the next run for the keeper's
+    cleaning timeout, 60 s) is ended, and the run starts another after at most the
+    answer timeout and a start."""
     first = _jvm_of_a_run(project, "before_wedge")
+    _cleaned(project, first)
     os.kill(first, signal.SIGSTOP)
     try:
         started = time.monotonic()

@@ -19,6 +19,8 @@ The folder (private to the user: 0700) holds:
 - ``runs``: how many runs attached so far (each numbers its Python proxies in a range
   of its own, see ``callbacks.number_proxies_from``);
 - ``cleaning``: there while the keeper cleans the JVM after a run (holding the lock);
+- ``cleaned``: how many times the keeper has cleaned the JVM after a run (written when
+  a cleaning ends: the JVM is ready for the next run);
 - ``keeper.log``: the keeper's and the JVM's output.
 """
 
@@ -162,6 +164,7 @@ def main(folder: str, idle_s: float) -> int:
     lock_path = os.path.join(folder, "lock")
     idle_since: float | None = None
     clean_needed = False
+    cleanings = 0
     try:
         while True:
             time.sleep(POLL_S)
@@ -179,6 +182,8 @@ def main(folder: str, idle_s: float) -> int:
                 if not _bounded(lambda: _clean_after_run(gateway), CLEAN_TIMEOUT_S):
                     return 1
                 os.unlink(marker)
+                cleanings += 1
+                _write_private(os.path.join(folder, "cleaned"), str(cleanings))
                 clean_needed = False
             if idle_since is None:
                 idle_since = time.monotonic()
