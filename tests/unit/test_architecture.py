@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from pathlib import Path
 
 import grimp
@@ -55,6 +56,23 @@ def test_no_module_is_past_the_size_limit():
         for path in PACKAGE.rglob("*.py")
     }
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+# How code reaches the JVM: Py4J itself, a DataFrame's or session's Java object, the
+# gateway. Only the adapter (_spark/) may; the others ask it.
+_JVM_TOUCH = re.compile(
+    r"^\s*(?:import|from)\s+py4j\b|\._jdf\b|\._jsparkSession\b|\._jsc\b|\._gateway\b|\.jspark\b"
+    r"|sparkContext\._jvm\b")
+
+
+def test_only_the_adapter_reaches_the_jvm():
+    touches = [
+        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0] != "_spark"
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if _JVM_TOUCH.search(line.split("#", 1)[0])
+    ]
+    assert touches == []
 
 
 def test_every_face_name_imports():

@@ -15,7 +15,7 @@ from .._spark.jvm import JavaObject, Jvm
 from .._spark.query.conf import scoped_sql_conf
 from .._spark.query.incompatible import incompatibility
 from .._spark.query.late_rows import replay_error
-from .._spark.query.plan import plan_facts
+from .._spark.query.plan import analyzed_plan, plan_facts
 from .._spark.runtime import warm_jvm
 from .._spark.runtime.infrastructure import channel_failure, infrastructure_failure, machine_load
 from ..core.records import TestRecord
@@ -160,7 +160,7 @@ def _search(
     jvm: Jvm, runner: Replayable, signature: str, records: Sequence[TestRecord],
     sql_conf: Mapping[str, str],
 ) -> TestRecord | None:
-    plan = runner.built.dataframe._jdf.queryExecution().analyzed()
+    plan = analyzed_plan(runner.built.dataframe)
     leaves = runner.leaves()
 
     def raises(part: Sequence[TestRecord]) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .._spark.connect.session import ConnectLink
-from .._spark.query.callbacks import reset_thread_connection
+from .._spark.query.callbacks import reset_session_thread_connection
 from .._spark.runtime.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
@@ -284,7 +284,7 @@ class Lifecycle:
             )
         self._closed_because = (type(error), str(error))
         if not isinstance(error, Exception):  # an interrupt, perhaps mid-call into Py4J
-            reset_thread_connection(self._spark.sparkContext._gateway)
+            reset_session_thread_connection(self._spark)
         with contextlib.suppress(BaseException):
             self._shutdown()
         return error

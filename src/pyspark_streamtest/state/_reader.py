@@ -21,8 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType, TimestampType
 
 from .._spark.connect import functions as F
-from .._spark.jvm import Jvm
-from .._spark.query.memory_stream import wrap_dataframe
+from .._spark.query.memory_stream import with_exact_schema
 from .._spark.query.state import StoreMetadata, read_metadata, state_reader_options
 from .._spark.query.tws_metadata import (
     TTL_EXPIRATION_FIELD,
@@ -332,10 +331,7 @@ def _read_exact(
             for f in schema.fields
         ])
         if restored.schema != schema:  # a rebuilt struct's nullability: Spark's schema
-            jvm = Jvm(spark)
-            jdf = jvm.jspark.createDataFrame(
-                restored._jdf.rdd(), jvm.jspark.parseDataType(schema.json()))
-            restored = wrap_dataframe(jvm, jdf)
+            restored = with_exact_schema(spark, restored, schema.json())
         return restored.drop("partition_id")
 
     return schema, rows, dataframe

@@ -128,6 +128,11 @@ def forget_proxies(gateway: Any, *objects: object) -> None:
         _forgotten.update(ids)
 
 
+def reset_session_thread_connection(spark: Any) -> None:
+    """:func:`reset_thread_connection` of the gateway of ``spark`` (a classic session)."""
+    reset_thread_connection(spark.sparkContext._gateway)
+
+
 def reset_thread_connection(gateway: Any) -> None:
     """Close this thread's Py4J connection to the JVM, so its next call opens a fresh one.
 

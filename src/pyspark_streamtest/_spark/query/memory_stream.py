@@ -32,6 +32,15 @@ def _classic_dataframe_class() -> Any:
 _CLASSIC_DATAFRAME = _classic_dataframe_class()
 
 
+def with_exact_schema(spark: Any, df: DataFrame, schema_json: str) -> DataFrame:
+    """``df``'s rows under the schema of ``schema_json`` as it is (its nullability too,
+    which PySpark's ``createDataFrame`` and a rebuilt struct may change), made in the
+    JVM."""
+    jvm = Jvm(spark)
+    jdf = jvm.jspark.createDataFrame(df._jdf.rdd(), jvm.jspark.parseDataType(schema_json))
+    return wrap_dataframe(jvm, jdf)
+
+
 def wrap_dataframe(jvm: Jvm, jdf: JavaObject, *, own_session: bool = False) -> DataFrame:
     """The JVM Dataset ``jdf`` as a PySpark DataFrame of ``jvm``'s session, or with
     ``own_session`` of a PySpark session over the Dataset's own (what PySpark's

@@ -50,6 +50,11 @@ def time_mode(node: JavaObject) -> str:
     return str(node.timeMode().toString())
 
 
+def analyzed_plan(df: DataFrame) -> JavaObject:
+    """The analyzed logical plan of ``df`` (a classic DataFrame)."""
+    return df._jdf.queryExecution().analyzed()
+
+
 def plan_facts(df: DataFrame) -> PlanFacts:
     plan: JavaObject = df._jdf.queryExecution().analyzed()
     ids: list[int] = []
@@ -254,7 +259,7 @@ def plan_shape(df: DataFrame) -> str:
     changed query does not: every field shown (none cut at
     ``spark.sql.debug.maxToStringFields``), expression ids, hash codes and UUIDs left
     out."""
-    plan = df._jdf.queryExecution().analyzed()
+    plan = analyzed_plan(df)
     tail = _tree_string_tail(plan)
     text = (plan.toString() if tail is None
             else plan.treeString(True, False, _ALL_FIELDS, False, *tail))
