@@ -194,6 +194,9 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         self._users_spark = users
         jvm = Jvm(session)
         capabilities(jvm)
+        # a job's spark.read in main() finds what the topics held when the checkpoint was
+        # saved (its run's broker is made anew from the same checkpoint)
+        self._broker = Broker() if saved is None else Broker.from_json(saved.broker)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built, job_rows = build_topology(topology, users, jvm, self._link,
                                                            kept_topics_of(self))
