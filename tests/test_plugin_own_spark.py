@@ -4,7 +4,7 @@ batch, on the outer run's session)."""
 
 from __future__ import annotations
 
-from pyspark_streamtest.driver._twin import is_drivers_query
+from pyspark_streamtest.core.query_names import is_drivers_query
 
 pytest_plugins = ["pytester"]
 
@@ -27,7 +27,7 @@ def spark():
 TEST = """
 from pyspark.sql import functions as F
 
-from pyspark_streamtest.driver._twin import QUERY_PREFIX, is_drivers_query
+from pyspark_streamtest.core.query_names import QUERY_PREFIX, is_drivers_query
 
 import conftest
 

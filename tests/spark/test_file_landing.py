@@ -31,7 +31,7 @@ from pyspark_streamtest import (
 )
 from pyspark_streamtest._spark.alone import AloneQuery
 from pyspark_streamtest._spark.jvm import Jvm
-from pyspark_streamtest.driver import _twin
+from pyspark_streamtest.driver import oracle as oracle_module
 from pyspark_streamtest.testing.strategies import (
     Drain,
     Event,
@@ -325,15 +325,15 @@ def test_spark_refuses_a_saved_checkpoint_in_a_new_driver_s_directory(
 def test_the_oracle_compares_the_batches_of_landed_files(topology_driver, monkeypatch):
     """With the differential oracle on, Spark alone's query reads the same landing
     directory from its own checkpoint, and each batch is compared with the driver's."""
-    monkeypatch.setenv(_twin.ORACLE_ENV, "1")
-    before = _twin.STATS.batches
+    monkeypatch.setenv(oracle_module.ORACLE_ENV, "1")
+    before = oracle_module.STATS.batches
     driver = topology_driver.from_app(reading("json", JSON_CORRUPT, {"maxFilesPerTrigger": 1}),
                                       land_files=True)
     events = driver.create_input_topic("events")
     events.land_lines(['{"id":1}', "{"])
     events.land_lines(['{"id":2}'])
     assert len(driver.process_all_available()) == 2
-    assert _twin.STATS.batches - before == 2
+    assert oracle_module.STATS.batches - before == 2
 
 
 def test_a_topology_declares_a_file_input_beside_an_input_of_rows(topology_driver):

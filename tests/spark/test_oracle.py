@@ -19,15 +19,15 @@ from pyspark_streamtest import (
     supported_features,
 )
 from pyspark_streamtest._spark.query import sink as sink_module
-from pyspark_streamtest.driver import _twin
+from pyspark_streamtest.driver import oracle as oracle_module
 from tests.helpers import at, clicks_per_user
 
 
 @pytest.fixture
 def oracle(monkeypatch):
-    monkeypatch.setenv(_twin.ORACLE_ENV, "1")
-    before = _twin.STATS.as_dict()
-    yield lambda: {key: _twin.STATS.as_dict()[key] - before[key]
+    monkeypatch.setenv(oracle_module.ORACLE_ENV, "1")
+    before = oracle_module.STATS.as_dict()
+    yield lambda: {key: oracle_module.STATS.as_dict()[key] - before[key]
                    for key in ("queries", "batches", "state_stores", "same_time_triggers",
                                "input_only_batches")}
 
@@ -35,7 +35,7 @@ def oracle(monkeypatch):
 @pytest.fixture
 def kept_open(spark, oracle):
     """A driver open across the test and the teardown of its ``topology_driver``, as a
-    module-scoped one is, with the oracle on: its queries' twins run meanwhile."""
+    module-scoped one is, with the oracle on: the oracle's queries beside its queries run meanwhile."""
     with TopologyTestDriver(clicks_per_user, spark=spark) as driver:
         driver.create_input_topic("clicks").pipe_input({"user": "a", "url": "/"},
                                                         timestamp=at(1))
@@ -43,10 +43,10 @@ def kept_open(spark, oracle):
         yield driver
 
 
-def test_the_twins_of_a_driver_kept_open_are_not_queries_the_test_left_running(
+def test_the_oracle_s_queries_of_a_driver_kept_open_are_not_queries_the_test_left_running(
         kept_open, topology_driver, spark):
     """``topology_driver``'s teardown (before ``kept_open``'s) fails a test that left a
-    query of its own running; the twins of a driver still open are the driver's."""
+    query of its own running; the oracle's queries of a driver still open are the driver's."""
     assert any((q.name or "").startswith("spark-alone-streamtest-")
                for q in spark.streams.active)
     driver = topology_driver(clicks_per_user)

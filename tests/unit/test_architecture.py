@@ -146,3 +146,17 @@ def test_every_module_hides_its_frames_from_failures_it_reports():
         if getattr(importlib.import_module(name), "__tracebackhide__", None) is not hide_our_frames:
             missing.append(name)
     assert missing == []
+
+
+def test_the_oracle_stands_alone():
+    """The differential oracle imports nothing of the driver but the landing folders it
+    reads as Spark alone does; of the package, only the runner (which makes its query)
+    and the plugin's oracle option import it. What the others share with it (the
+    queries' names, a progress's watermark) lives below them all."""
+    graph = grimp.build_graph("pyspark_streamtest")
+    oracle = "pyspark_streamtest.driver.oracle"
+    assert sorted(m for m in graph.find_modules_directly_imported_by(oracle)
+                  if m.startswith("pyspark_streamtest.driver.")) == [
+        "pyspark_streamtest.driver._landing"]
+    assert sorted(graph.find_modules_that_directly_import(oracle)) == [
+        "pyspark_streamtest.driver._runner", "pyspark_streamtest.plugin._oracle"]

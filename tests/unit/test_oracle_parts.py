@@ -9,7 +9,7 @@ from pathlib import Path
 from pyspark.sql import Row
 
 from pyspark_streamtest.core.records import BatchRecord
-from pyspark_streamtest.driver._twin import DELIBERATE, deliberate_table, differences
+from pyspark_streamtest.driver.oracle import DELIBERATE, deliberate_table, differences
 from pyspark_streamtest.plugin._oracle import delta, summary
 
 GUARANTEES = Path(__file__).parents[2] / "docs" / "guarantees.md"

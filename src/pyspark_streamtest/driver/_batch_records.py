@@ -9,10 +9,10 @@ from typing import Any
 
 from .._spark.jvm import JavaObject
 from .._spark.query.start import last_progress
+from .._spark.query.watermark import progress_watermark
 from ..core.records import BatchRecord, Deferred, TestRecord
 from ..errors import hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
-from ._twin import progress_watermark
 
 __tracebackhide__ = hide_our_frames
 

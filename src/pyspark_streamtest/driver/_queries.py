@@ -14,6 +14,7 @@ from typing import Any
 
 from .._spark.jvm import Jvm
 from ..core._files import safe_file_name
+from ..core.query_names import ALONE_SUFFIX
 from ..core.records import BatchRecord, TestRecord
 from ..errors import (
     BackfillNeverEndsError,
@@ -29,7 +30,6 @@ from ._backfill import run_backfill
 from ._landing import landing_dirs, temp_root
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
-from ._twin import ALONE_SUFFIX
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames

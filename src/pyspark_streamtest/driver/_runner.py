@@ -34,6 +34,7 @@ from .._spark.query.start import (
 from .._spark.query.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
 from ..core._costs import count_batches, spending
 from ..core._decoding import row_decoder
+from ..core.query_names import ALONE_SUFFIX, QUERY_PREFIX
 from ..core.records import BatchRecord, Deferred, TestRecord
 from ..core.time import EPOCH, from_ms, to_ms
 from ..errors import StepTimeoutError, TopologyError, hide_our_frames
@@ -44,7 +45,7 @@ from ._culprit import CulpritSearch, batch_failure, raising_record
 from ._feed import SourceFeed
 from ._landing import LandedInputs
 from ._piped import RecordQueue
-from ._twin import ALONE_SUFFIX, QUERY_PREFIX, Twin, oracle_enabled
+from .oracle import OracleQuery, oracle_enabled
 from .topology import _BuiltOutput
 
 __tracebackhide__ = hide_our_frames
@@ -67,16 +68,16 @@ class QueryRunner:
         # can override them.
         self._sql_conf = {**local_checkpoint_conf(jvm), **_clock.IDLE_TRIGGER_CONF,
                           **(sql_conf or {})}
-        self._twin: Twin | None = None
+        self._oracle: OracleQuery | None = None
         if built.rebuild is not None and oracle_enabled():
             # The differential oracle: the same query run by Spark alone, fed the same
-            # offsets through the streams (see _twin.py).
+            # offsets through the streams (see oracle.py).
             with scoped_sql_conf(jvm.spark, self._sql_conf):
-                self._twin = Twin(
+                self._oracle = OracleQuery(
                     jvm, built.rebuild, output=built.spec.name,
-                    twin_of=self._query_name, checkpoint=checkpoint + ALONE_SUFFIX,
+                    alone_of=self._query_name, checkpoint=checkpoint + ALONE_SUFFIX,
                     output_mode=built.spec.output_mode, timeout_s=timeout_s)
-            built = replace(built, streams=self._twin.tee(built.streams))
+            built = replace(built, streams=self._oracle.tee(built.streams))
         self.built = built
         self.input_names = tuple(name for name, _ in built.streams)
         self._time_columns = dict(built.time_columns)
@@ -153,8 +154,8 @@ class QueryRunner:
             force_query_watermark(
                 stream_execution(self._jquery), self._forced_ms, self.next_batch_id
             )
-            if self._twin is not None:
-                self._twin.force_watermark(self._forced_ms, self.next_batch_id)
+            if self._oracle is not None:
+                self._oracle.force_watermark(self._forced_ms, self.next_batch_id)
         return ran
 
     @property
@@ -196,9 +197,9 @@ class QueryRunner:
             unload_providers(self._jvm, jquery, self.checkpoint)
         # The stream thread has ended: nothing in the JVM calls the sink again.
         forget_proxies(self._jvm.gateway, self._sink)
-        if self._twin is not None:
+        if self._oracle is not None:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf):
-                self._twin.stop(self.checkpoint, self.last_batch)
+                self._oracle.stop(self.checkpoint, self.last_batch)
 
     # --- upgrades ---------------------------------------------------------------------------
     def saved(self) -> dict[str, Any]:
@@ -218,8 +219,8 @@ class QueryRunner:
         same output, in an upgrade in place: its records not yet committed (a failed
         batch awaiting its retry, records handed over but not run) and its queued ones
         go on in this query, as a topic's records outlive a deploy."""
-        if self._twin is not None:  # Spark alone goes on from its own copy (see _twin.py)
-            self._twin.resume()
+        if self._oracle is not None:  # Spark alone goes on from its own copy (see oracle.py)
+            self._oracle.resume()
         committed = last_committed(self.checkpoint)
         last_id = last_logged(self.checkpoint)
         logged = None if last_id is None else logged_batch(self.checkpoint, last_id)
@@ -345,8 +346,8 @@ class QueryRunner:
     def force_watermark(self, ms: int) -> None:
         """Set the query's watermark (and the shadow's) to ``ms``; the query is idle."""
         force_query_watermark(stream_execution(self._jquery), ms, self.next_batch_id)
-        if self._twin is not None:
-            self._twin.force_watermark(ms, self.next_batch_id)
+        if self._oracle is not None:
+            self._oracle.force_watermark(ms, self.next_batch_id)
         if self._shadow is not None:
             self._shadow.force(ms)
         self._watermark_ms = ms
@@ -363,8 +364,8 @@ class QueryRunner:
                     wait_calls_before + 1, self._jquery.isActive, self._timeout_s
                 )
         except _clock.QueryInactiveError:
-            if self._twin is not None:
-                self._twin.drop("a batch failed" if not isinstance(
+            if self._oracle is not None:
+                self._oracle.drop("a batch failed" if not isinstance(
                     self._sink.error, InjectedCrashError) else "a crash injected by the test")
             if self._retry is None:
                 self._retry = tuple(self._feed.in_flight)  # builds them: reported in the error
@@ -391,13 +392,13 @@ class QueryRunner:
             ) from None
         ran = [(self._record(batch_id, rows), rows) for batch_id, rows in self._sink.take_batches()]
         count_batches(len(ran))
-        if self._twin is not None:
+        if self._oracle is not None:
             with scoped_sql_conf(self._jvm.spark, self._sql_conf):
                 if first:
                     assert self.clock is not None
-                    self._twin.start(self.clock.now_ms, ran)
+                    self._oracle.start(self.clock.now_ms, ran)
                 else:
-                    self._twin.after_trigger(ran)
+                    self._oracle.after_trigger(ran)
         return [record for record, _ in ran]
 
     # --- injected crashes ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from pyspark import __version__ as pyspark_version
 
 from ..core._files import safe_file_name
+from ..core.query_names import ALONE_SUFFIX
 from ..core.time import DEFAULT_START_TIME, from_ms, require_aware, to_ms
 from ..errors import (
     InvalidArgumentError,
@@ -26,7 +27,6 @@ from ..errors import (
     hide_our_frames,
 )
 from ._runner import QueryRunner
-from ._twin import ALONE_SUFFIX
 
 __tracebackhide__ = hide_our_frames
 
@@ -65,7 +65,7 @@ def save_checkpoint(
         folder = f"{index}-{safe_file_name(runner.name)}"
         copy_checkpoint(runner.checkpoint, os.path.join(path, folder))
         # With the differential oracle on, the checkpoint of the query Spark alone runs
-        # beside it (see _twin.py), so a driver made from this one goes on comparing.
+        # beside it (see oracle.py), so a driver made from this one goes on comparing.
         copy_checkpoint(runner.checkpoint + ALONE_SUFFIX,
                         os.path.join(path, folder + ALONE_SUFFIX))
         queries[runner.name] = {"folder": folder, **runner.saved()}

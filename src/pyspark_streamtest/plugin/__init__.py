@@ -233,10 +233,10 @@ def topology_driver(
             "its drivers are closed, and the tests after it that need Spark cannot run"
         )
     # Queries the test started itself, outside any driver (a driver's queries, and their
-    # twins under the oracle, are named for it: drivers left open, such as a
+    # the oracle's queries beside them, are named for it: drivers left open, such as a
     # module-scoped one, are the plugin's guard's to close and report). Those run on
     # Spark's own clock, so stop() returns.
-    from ..driver._twin import is_drivers_query
+    from ..core.query_names import is_drivers_query
 
     foreign = [q for q in spark.streams.active if not is_drivers_query(q.name)]
     if foreign:

@@ -1,8 +1,8 @@
 """``--streamtest-oracle``: run every driver query again by Spark alone and compare.
 
 The option (or the ini option ``streamtest_oracle = true``) sets
-``STREAMTEST_ORACLE=1`` for the run (see :mod:`pyspark_streamtest.driver._twin`): each
-query the driver starts gets a twin run by Spark alone, and the first batch that
+``STREAMTEST_ORACLE=1`` for the run (see :mod:`pyspark_streamtest.driver.oracle`): each
+query the driver starts gets a query of its own run by Spark alone, and the first batch that
 differs fails its test with :class:`~pyspark_streamtest.errors.OracleMismatchError`.
 A section at the end of the run says what was compared;
 ``--streamtest-oracle-min-tests N`` fails the run when fewer than N tests compared a
@@ -32,7 +32,7 @@ def register_oracle(config: pytest.Config) -> None:
     counting plugin object, if the option was given."""
     if not setting(config, "streamtest_oracle"):
         return
-    from ..driver._twin import ORACLE_ENV
+    from ..driver.oracle import ORACLE_ENV
 
     os.environ[ORACLE_ENV] = "1"
     worker = hasattr(config, "workerinput")
@@ -63,7 +63,7 @@ class Oracle:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if self._counts:
-            from ..driver._twin import STATS
+            from ..driver.oracle import STATS
 
             self._before[nodeid] = STATS.as_dict()
 
@@ -72,7 +72,7 @@ class Oracle:
         report = yield
         before = self._before.get(item.nodeid)
         if report.when == "teardown" and before is not None:
-            from ..driver._twin import STATS
+            from ..driver.oracle import STATS
 
             del self._before[item.nodeid]
             report.streamtest_oracle = delta(before, STATS.as_dict())

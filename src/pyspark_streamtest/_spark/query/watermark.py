@@ -9,6 +9,10 @@ query builds its own, and feed it each executed plan; it never touches the query
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
 from ...errors import hide_our_frames
 from ..jvm import JavaObject, Jvm
 from ..versions import capabilities
@@ -16,6 +20,12 @@ from ..versions import capabilities
 __tracebackhide__ = hide_our_frames
 
 _POLICY_KEY = "spark.sql.streaming.multipleWatermarkPolicy"
+
+
+def progress_watermark(progress: Mapping[str, Any]) -> datetime | None:
+    """The watermark Spark reports a batch ran with (its progress event's)."""
+    text = (progress.get("eventTime") or {}).get("watermark")
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class ShadowWatermark:

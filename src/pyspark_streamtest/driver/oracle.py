@@ -1,12 +1,12 @@
 """The differential oracle: every query the driver runs, run again by Spark alone.
 
 With ``STREAMTEST_ORACLE=1`` (the plugin's ``--streamtest-oracle``) each
-:class:`~pyspark_streamtest.driver._runner.QueryRunner` gets a :class:`Twin`: the same
+:class:`~pyspark_streamtest.driver._runner.QueryRunner` gets an :class:`OracleQuery`: the same
 output built again by the topology function, over memory streams of its own that get
 the same offsets as the driver's (the same JSON lines, blocks and empty offsets, in the
 same calls), started through the same ``startQuery`` with the same settings, but with
 Spark's JVM ``ManualClock`` and ``MemorySink`` (``_spark/alone.py``): no driver code in
-its triggers. Whenever a trigger of the driver's query runs a batch, the twin's clock
+its triggers. Whenever a trigger of the driver's query runs a batch, the oracle's clock
 moves to that trigger's time and Spark runs its batch; the two batches are compared
 field by field (:func:`differences`), and the first difference raises
 :class:`~pyspark_streamtest.errors.OracleMismatchError`. When the query stops, the
@@ -27,7 +27,6 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from pyspark.sql import Row
@@ -41,7 +40,9 @@ from .._spark.alone import (
 )
 from .._spark.jvm import Jvm
 from .._spark.query.memory_stream import JsonMemoryStream
+from .._spark.query.watermark import progress_watermark
 from .._spark.versions import capabilities
+from ..core.query_names import ORACLE_PREFIX
 from ..core.records import BatchRecord
 from ..core.time import from_ms, to_ms
 from ..errors import OracleMismatchError, hide_our_frames
@@ -49,26 +50,11 @@ from ._landing import LandingSource
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["DELIBERATE", "ORACLE_ENV", "STATS", "Deliberate", "Twin", "deliberate_table",
-           "is_drivers_query", "oracle_enabled"]
+__all__ = ["DELIBERATE", "ORACLE_ENV", "STATS", "Deliberate", "OracleQuery", "deliberate_table",
+           "differences", "oracle_enabled"]
 
 ORACLE_ENV = "STREAMTEST_ORACLE"
 """Set to ``1`` to run every driver query again by Spark alone and compare."""
-
-ALONE_SUFFIX = ".alone"
-"""The checkpoint of the query run by Spark alone is the driver's query's plus this."""
-
-QUERY_PREFIX = "streamtest-"
-"""A driver's queries are named ``streamtest-<output>-<serial>``."""
-TWIN_PREFIX = "spark-alone-"
-"""A twin run by Spark alone is named after its driver's query, with this before it."""
-
-
-def is_drivers_query(name: str | None) -> bool:
-    """Whether a streaming query of this name is one a driver started: its own, or the
-    twin the differential oracle runs beside it."""
-    return (name or "").startswith((QUERY_PREFIX, TWIN_PREFIX + QUERY_PREFIX))
-
 
 def oracle_enabled() -> bool:
     return os.environ.get(ORACLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
@@ -168,12 +154,12 @@ STATS = OracleStats()
 
 
 class TeeStream:
-    """A driver memory stream whose offsets also go to the twin's stream."""
+    """A driver memory stream whose offsets also go to the oracle's stream."""
 
-    def __init__(self, primary: JsonMemoryStream, twin: JsonMemoryStream,
+    def __init__(self, primary: JsonMemoryStream, alone: JsonMemoryStream,
                  following: Callable[[], bool]) -> None:
         self._primary = primary
-        self._twin = twin
+        self._alone = alone
         self._following = following
 
     def __getattr__(self, name: str) -> Any:
@@ -182,28 +168,30 @@ class TeeStream:
     def add_json_lines(self, lines: list[str]) -> None:
         self._primary.add_json_lines(lines)
         if self._following():
-            self._twin.add_json_lines(lines)
+            self._alone.add_json_lines(lines)
 
     def add_json_blocks(self, blocks: list[list[str]]) -> None:
         self._primary.add_json_blocks(blocks)
         if self._following():
-            self._twin.add_json_blocks(blocks)
+            self._alone.add_json_blocks(blocks)
 
     def add_empty_batch(self) -> None:
         self._primary.add_empty_batch()
         if self._following():
-            self._twin.add_empty_batch()
+            self._alone.add_empty_batch()
 
     def pad_to(self, offset: int | None) -> None:
         self._primary.pad_to(offset)
         if self._following():
-            self._twin.pad_to(offset)
+            self._alone.pad_to(offset)
 
 
-class Twin:
-    """One output's query run by Spark alone beside the driver's."""
+class OracleQuery:
+    """One output's query run by Spark alone beside the driver's: it owns the Spark-alone
+    query, the streams the driver's offsets are teed to, and the comparison of each batch
+    and, at the stop, of the state stores."""
 
-    def __init__(self, jvm: Jvm, rebuild: Callable[[], Any], *, output: str, twin_of: str,
+    def __init__(self, jvm: Jvm, rebuild: Callable[[], Any], *, output: str, alone_of: str,
                  checkpoint: str, output_mode: str, timeout_s: float) -> None:
         built = rebuild()
         self._jvm = jvm
@@ -214,7 +202,7 @@ class Twin:
         self._reads_clock = reads_processing_time(built.dataframe)
         self._clock_apart = False  # a batch of a clock-reading plan ran at another time
         self._output = output
-        self._name = TWIN_PREFIX + twin_of  # the driver's query's name
+        self._name = ORACLE_PREFIX + alone_of  # after the driver's query's name
         self.checkpoint = checkpoint
         self._output_mode = output_mode
         self._timeout_s = timeout_s
@@ -223,7 +211,7 @@ class Twin:
         STATS.queries += 1
 
     def tee(self, streams: Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
-        """The driver's memory streams, each also feeding the twin's stream of the same
+        """The driver's memory streams, each also feeding the oracle's stream of the same
         input. A file input's source stays as it is: Spark alone's query reads the same
         landing directory (from its own checkpoint), so there is nothing to hand over."""
         return tuple(
@@ -398,12 +386,6 @@ def differences(record: BatchRecord, rows: list[Row], progress: Mapping[str, Any
             else len(rows) != len(alone_rows)):
         found.append(("rows out", _rows_text(rows), _rows_text(alone_rows)))
     return found
-
-
-def progress_watermark(progress: Mapping[str, Any]) -> datetime | None:
-    """The watermark Spark reports a batch ran with (its progress event's)."""
-    text = (progress.get("eventTime") or {}).get("watermark")
-    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _canonical(value: Any) -> Any:
