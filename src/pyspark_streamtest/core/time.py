@@ -198,7 +198,7 @@ def format_time(value: datetime | None) -> str:
 _REAL_TIME_MODULES = ["pyspark_streamtest", "pyspark", "py4j", "threading", "socket"]
 
 
-class _PythonClockFreeze:
+class PythonClockFreeze:
     """freezegun's frozen clock, started at the driver's time and moved with it."""
 
     def __init__(self, start: datetime) -> None:

@@ -12,7 +12,7 @@ from pyspark.sql.types import StructType
 from ..app import App, AppSettings, app_topology, checked_argv, selected_outputs
 from ..app._landing import LandingSettings, checked_land_files
 from ..errors import InvalidArgumentError, hide_our_frames
-from ._specs import _InputSpec
+from ._specs import InputSpec
 
 __tracebackhide__ = hide_our_frames
 
@@ -26,7 +26,7 @@ class AppVerbs:
 
     _app_settings: AppSettings | None
     """The ``from_app`` settings of a driver made by it (for ``restart(app=...)``)."""
-    _inputs: dict[str, _InputSpec]
+    _inputs: dict[str, InputSpec]
 
     def close(self) -> None:  # the driver's
         raise NotImplementedError

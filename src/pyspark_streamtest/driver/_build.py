@@ -17,7 +17,7 @@ from ..core._build_hook import build_hook
 from ..errors import TopologyError, hide_our_frames
 from ._batch_reads import KafkaTopics
 from ._landing import LandingSource, landing_dirs
-from ._specs import _BuiltOutput, _InputSpec
+from ._specs import BuiltOutput, InputSpec
 from .topology import Topology, TopologyFunction
 
 __tracebackhide__ = hide_our_frames
@@ -28,7 +28,7 @@ __all__ = ["build_topology"]
 def build_topology(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None = None,
     kafka_topics: KafkaTopics = dict,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput], list[dict[str, Any]]]:
+) -> tuple[dict[str, InputSpec], list[BuiltOutput], list[dict[str, Any]]]:
     """Run the topology function and give every output query its own sources
     (``spark`` is the session the user's code sees: with ``link``, a Connect one). A
     file source serves several queries, so one its query shares needs no second call.
@@ -47,7 +47,7 @@ def build_topology(
 def _build(
     function: TopologyFunction, spark: SparkSession, jvm: Jvm, link: ConnectLink | None,
     kafka_topics: KafkaTopics,
-) -> tuple[dict[str, _InputSpec], list[_BuiltOutput], list[dict[str, Any]]]:
+) -> tuple[dict[str, InputSpec], list[BuiltOutput], list[dict[str, Any]]]:
     first = _call(function, spark, jvm, link, kafka_topics)
     if not first._outputs:
         raise TopologyError(
@@ -55,7 +55,7 @@ def _build(
         )
     signature = _signature(first)
     claimed: set[str] = set()
-    built: list[_BuiltOutput] = []
+    built: list[BuiltOutput] = []
     for name in first._outputs:
         output = first._built_output(name)
         reads = {input_name for input_name, source in output.streams
@@ -76,7 +76,7 @@ def _build(
 
 
 def _rebuilt(function: TopologyFunction, spark: SparkSession, jvm: Jvm,
-             link: ConnectLink | None, name: str, kafka_topics: KafkaTopics) -> _BuiltOutput:
+             link: ConnectLink | None, name: str, kafka_topics: KafkaTopics) -> BuiltOutput:
     return _call(function, spark, jvm, link, kafka_topics)._built_output(name)
 
 

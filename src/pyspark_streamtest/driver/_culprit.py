@@ -27,7 +27,7 @@ from ..errors import (
     StreamingQueryFailedError,
     hide_our_frames,
 )
-from .topology import _BuiltOutput
+from .topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -41,7 +41,7 @@ _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
 class Replayable(Protocol):
     """What a query runner gives for a replay."""
 
-    built: _BuiltOutput
+    built: BuiltOutput
 
     def source_line(self, record: TestRecord) -> tuple[int, str] | None: ...
 

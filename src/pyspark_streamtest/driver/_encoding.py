@@ -10,7 +10,7 @@ from typing import Any
 from ..core.records import TestRecord
 from ..core.time import check_in_range, duration_ms, from_ms, is_plain_utc, require_aware, to_ms
 from ..errors import InvalidArgumentError, SchemaMismatchError, hide_our_frames
-from ._specs import _InputSpec
+from ._specs import InputSpec
 
 __tracebackhide__ = hide_our_frames
 
@@ -18,7 +18,7 @@ __all__ = ["encode_value", "later"]
 
 
 def encode_value(
-    spec: _InputSpec, advance: timedelta, value: Any, timestamp: datetime | None,
+    spec: InputSpec, advance: timedelta, value: Any, timestamp: datetime | None,
     clock: datetime,
 ) -> tuple[str, TestRecord, datetime]:
     """(JSON line, record, the handle's record time after it) for one ``value`` piped

@@ -16,7 +16,7 @@ from ..core.records import TestRecord
 from ..errors import hide_our_frames
 from ._admitted import AdmittedInputs
 from ._piped import RecordBlock, RecordQueue
-from ._specs import Source, _BuiltOutput
+from ._specs import BuiltOutput, Source
 
 __tracebackhide__ = hide_our_frames
 
@@ -30,7 +30,7 @@ class SourceFeed:
     alive in the history, so identities are not reused); ``blocks`` are the bulk pipes
     whose records are built when first read."""
 
-    def __init__(self, built: _BuiltOutput, streams: Mapping[str, Source]) -> None:
+    def __init__(self, built: BuiltOutput, streams: Mapping[str, Source]) -> None:
         self._streams = streams
         names = [name for name, _ in built.streams]
         self._partitions = dict(built.input_partitions)

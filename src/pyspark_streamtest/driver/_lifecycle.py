@@ -20,7 +20,7 @@ from .._spark.query.callbacks import reset_session_thread_connection
 from .._spark.runtime.liveness import jvm_is_gone
 from ..core import _open_drivers
 from ..core.records import BatchRecord
-from ..core.time import _PythonClockFreeze, require_aware, to_ms
+from ..core.time import PythonClockFreeze, require_aware, to_ms
 from ..errors import (
     BackfillNeverEndsError,
     BatchFailedError,
@@ -35,7 +35,7 @@ from ._history import History
 from ._queries import Queries
 from ._state_access import StateAccess
 from ._time_control import TimeControl
-from .topology import TopologyFunction, _BuiltOutput
+from .topology import BuiltOutput, TopologyFunction
 
 __tracebackhide__ = hide_our_frames
 
@@ -54,7 +54,7 @@ class Lifecycle:
     _closed: bool
     _run: Any
     _generation: int
-    _outputs: dict[str, _BuiltOutput]
+    _outputs: dict[str, BuiltOutput]
     _begin_run: Callable[[int], None]
     _upgrade: Callable[[TopologyFunction], None]
     _new_version: Callable[[TopologyFunction | None, Callable[..., object] | None],
@@ -317,7 +317,7 @@ _RELEASING: list[threading.Thread] = []
 _RELEASE_TIMEOUT_S = 120.0
 
 
-def _release_collected(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
+def _release_collected(queries: Queries, freezes: list[PythonClockFreeze]) -> None:
     """What the garbage collector runs for a driver nobody closed. The collector may run
     it in the middle of a Py4J call of this very thread, so calling Spark from here
     could garble that call: the release runs on a thread of its own (with its own
@@ -351,7 +351,7 @@ _RELEASING_LOCK = threading.Lock()
 atexit.register(await_released)
 
 
-def _release(queries: Queries, freezes: list[_PythonClockFreeze]) -> None:
+def _release(queries: Queries, freezes: list[PythonClockFreeze]) -> None:
     """Stop the queries, delete the checkpoints and give Python's clock back; what
     ``close()`` and the garbage collector do (it holds no reference to the driver)."""
     try:

@@ -30,7 +30,7 @@ from ._backfill import run_backfill
 from ._landing import landing_dirs, temp_root
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
-from .topology import _BuiltOutput
+from .topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -56,7 +56,7 @@ class Queries:
     def __init__(
         self,
         jvm: Jvm,
-        built: Iterable[_BuiltOutput],
+        built: Iterable[BuiltOutput],
         *,
         checkpoint_root: str | os.PathLike[str] | None,
         interval_ms: int | None,

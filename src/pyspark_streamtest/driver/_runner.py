@@ -46,7 +46,7 @@ from ._feed import SourceFeed
 from ._landing import LandedInputs
 from ._piped import RecordQueue
 from .oracle import OracleQuery, oracle_enabled
-from .topology import _BuiltOutput
+from .topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -55,7 +55,7 @@ _QUERY_SERIALS = itertools.count(1)
 
 class QueryRunner:
     def __init__(
-        self, jvm: Jvm, built: _BuiltOutput, checkpoint: str, trigger_interval_ms: int,
+        self, jvm: Jvm, built: BuiltOutput, checkpoint: str, trigger_interval_ms: int,
         timeout_s: float, sql_conf: Mapping[str, str] | None = None,
         broker: Broker | None = None,
     ) -> None:

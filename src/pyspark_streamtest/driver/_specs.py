@@ -32,7 +32,7 @@ Spark's file source over a landing directory (files landed)."""
 
 
 @dataclass(frozen=True)
-class _InputSpec:
+class InputSpec:
     name: str
     schema: StructType
     timestamp_column: str | None
@@ -71,7 +71,7 @@ class _OutputSpec:
 
 
 @dataclass(frozen=True)
-class _BuiltOutput:
+class BuiltOutput:
     spec: _OutputSpec
     dataframe: DataFrame
     streams: tuple[tuple[str, Source], ...]
@@ -95,7 +95,7 @@ class _BuiltOutput:
     of the offset log's lines: the plan's streaming leaves, left to right)."""
     read_limits: tuple[tuple[str, ReadLimit], ...] = ()
     """(input name, its source's read limit) per input it reads with one."""
-    rebuild: Callable[[], _BuiltOutput] | None = field(default=None, compare=False)
+    rebuild: Callable[[], BuiltOutput] | None = field(default=None, compare=False)
     """The same output built again by the topology function, over sources of its own
     (the differential oracle runs it by Spark alone)."""
 

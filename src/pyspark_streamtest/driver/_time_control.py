@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from ..core.records import BatchRecord
 from ..core.time import (
-    _PythonClockFreeze,
+    PythonClockFreeze,
     check_in_range,
     duration_ms,
     from_ms,
@@ -58,7 +58,7 @@ class TimeControl:
         self._on_failure = on_failure
         self._on_query_failed = on_query_failed
         self.now_ms = now_ms
-        self.freezes: list[_PythonClockFreeze] = []
+        self.freezes: list[PythonClockFreeze] = []
         """The freeze of Python's clock, while there is one (shared with the driver's
         release, which gives the clock back)."""
 
@@ -68,7 +68,7 @@ class TimeControl:
 
     def freeze_python_clock(self) -> None:
         """Freeze this process's clock at the driver's time; it moves with the driver."""
-        self.freezes.append(_PythonClockFreeze(self.current_time))
+        self.freezes.append(PythonClockFreeze(self.current_time))
 
     @property
     def current_time(self) -> datetime:

@@ -13,7 +13,7 @@ from ._history import History
 from ._queries import names_text
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
-from .topology import _BuiltOutput, _InputSpec
+from .topology import BuiltOutput, InputSpec
 
 __tracebackhide__ = hide_our_frames
 
@@ -25,8 +25,8 @@ class TopicHandles:
 
     def __init__(
         self,
-        inputs: Mapping[str, _InputSpec],
-        outputs: Mapping[str, _BuiltOutput],
+        inputs: Mapping[str, InputSpec],
+        outputs: Mapping[str, BuiltOutput],
         history: History,
         input_link: InputLink,
         output_link: OutputLink,
@@ -108,7 +108,7 @@ class TopicHandles:
             value_deserializer=deserializer(value_deserializer),
         )
 
-    def _kafka_outputs(self) -> list[_BuiltOutput]:
+    def _kafka_outputs(self) -> list[BuiltOutput]:
         return [b for b in self._outputs.values() if b.spec.kafka is not None]
 
     def _fixed_topics(self) -> list[str]:

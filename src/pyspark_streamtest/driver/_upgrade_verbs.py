@@ -21,7 +21,7 @@ from ._build import build_topology
 from ._history import History
 from ._queries import Queries
 from ._time_control import TimeControl
-from .topology import TopologyFunction, _BuiltOutput, _InputSpec
+from .topology import BuiltOutput, InputSpec, TopologyFunction
 
 __tracebackhide__ = hide_our_frames
 
@@ -39,8 +39,8 @@ class UpgradeVerbs:
     _broker: Broker
     _history: History
     _time: TimeControl
-    _inputs: dict[str, _InputSpec]
-    _outputs: dict[str, _BuiltOutput]
+    _inputs: dict[str, InputSpec]
+    _outputs: dict[str, BuiltOutput]
     _release: Any
     _generation: int
     _track: Callable[..., None]

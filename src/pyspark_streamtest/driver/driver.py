@@ -45,7 +45,7 @@ from ._topic_handles import TopicHandles
 from ._upgrade_verbs import UpgradeVerbs
 from .input_topic import InputLink, TestInputTopic
 from .output_topic import OutputLink, TestOutputTopic
-from .topology import TopologyFunction, _BuiltOutput
+from .topology import BuiltOutput, TopologyFunction
 
 __tracebackhide__ = hide_our_frames
 
@@ -200,7 +200,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built, job_rows = build_topology(topology, users, jvm, self._link,
                                                            kept_topics_of(self))
-        self._outputs: dict[str, _BuiltOutput] = {b.spec.name: b for b in built}
+        self._outputs: dict[str, BuiltOutput] = {b.spec.name: b for b in built}
         self._run = _RunSettings(jvm, checkpoint_root, interval_ms, timeout_ms, conf,
                                  freeze_python_clock, now_ms, saved)
         self._generation = 0

@@ -29,7 +29,7 @@ from ..kafka.serdes import LOG_APPEND_TIME, Serializer
 from ._encoding import encode_value, later
 from ._landing import LandingDir
 from ._piped import RecordBlock
-from .topology import _InputSpec
+from .topology import InputSpec
 
 __tracebackhide__ = hide_our_frames
 
@@ -91,7 +91,7 @@ class TestInputTopic:
     def _create(
         cls,
         link: InputLink,
-        spec: _InputSpec,
+        spec: InputSpec,
         start: datetime,
         auto_advance: timedelta,
         key_serializer: Serializer | None = None,
@@ -108,7 +108,7 @@ class TestInputTopic:
         return topic
 
     _link: InputLink
-    _spec: _InputSpec
+    _spec: InputSpec
     _time: datetime
     _advance: timedelta
     _key_serializer: Serializer | None

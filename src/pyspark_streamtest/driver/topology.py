@@ -59,9 +59,9 @@ from ..kafka.serdes import (
 from ._batch_reads import KafkaTopics
 from ._batch_writes import BatchWrites
 from ._landing import file_source
+from ._specs import BuiltOutput as BuiltOutput
+from ._specs import InputSpec as InputSpec
 from ._specs import Source, _as_struct, _check_name
-from ._specs import _BuiltOutput as _BuiltOutput
-from ._specs import _InputSpec as _InputSpec
 from ._specs import _OutputSpec as _OutputSpec
 
 __tracebackhide__ = hide_our_frames
@@ -90,7 +90,7 @@ class Topology:
         self._link = _link
         """With a Spark Connect session: its link to the server's session (inputs are
         handed out as Connect DataFrames, outputs planned by the server)."""
-        self._inputs: dict[str, _InputSpec] = {}
+        self._inputs: dict[str, InputSpec] = {}
         self._streams: dict[str, Source] = {}
         self._outputs: dict[str, tuple[_OutputSpec, DataFrame]] = {}
         self._left_out_outputs: tuple[str, ...] = ()
@@ -255,7 +255,7 @@ class Topology:
         source, files = file_source(self._jvm, name, format, schema, options)
         struct = source.dataframe.schema
         # Files are never piped, so no row encoder is needed: an empty one stands in.
-        self._inputs[name] = _InputSpec(name, struct, None, StructEncoder(StructType([])),
+        self._inputs[name] = InputSpec(name, struct, None, StructEncoder(StructType([])),
                                         files=files)
         self._streams[name] = source
         if self._link is not None:
@@ -279,7 +279,7 @@ class Topology:
         except UnsupportedSchemaError as error:
             raise UnsupportedSchemaError(f"input {name!r}: {error}") from None
         stream = JsonMemoryStream(self._jvm, struct)
-        self._inputs[name] = _InputSpec(name, struct, timestamp_column, encoder, kafka,
+        self._inputs[name] = InputSpec(name, struct, timestamp_column, encoder, kafka,
                                         kafka.partitions if kafka else partitions, key,
                                         read_limit=read_limit)
         self._streams[name] = stream
@@ -437,7 +437,7 @@ class Topology:
                       f"{plan_shape(self._classic(df))}"
                 for name, (spec, df) in self._outputs.items()}
 
-    def _built_output(self, name: str) -> _BuiltOutput:
+    def _built_output(self, name: str) -> BuiltOutput:
         spec, df = self._outputs[name]
         df = self._classic(df)
         facts = plan_facts(df)
@@ -462,7 +462,7 @@ class Topology:
         files = [n for n in used if self._inputs[n].files is not None]
         untraced = (f"it reads files landed in input {files[0]!r}, and the rows of a landed "
                     "file are not traced back to it" if files else None)
-        return _BuiltOutput(
+        return BuiltOutput(
             spec,
             df,
             tuple((input_name, self._streams[input_name]) for input_name in used),
