@@ -194,9 +194,9 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         self._users_spark = users
         jvm = Jvm(session)
         capabilities(jvm)
-        # a job's spark.read in main() finds what the topics held when the checkpoint was
-        # saved (its run's broker is made anew from the same checkpoint)
-        self._broker = Broker() if saved is None else Broker.from_json(saved.broker)
+        # made before the job is built: a job's spark.read in main() finds what the topics
+        # held when the checkpoint was saved
+        self._broker = _new_broker(saved)
         with scoped_sql_conf(session, conf):  # build-time analysis sees it too (time zone...)
             self._inputs, built, job_rows = build_topology(topology, users, jvm, self._link,
                                                            kept_topics_of(self))
@@ -213,7 +213,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         fresh checkpoint, clock, state access and topic handles (handles check that
         they belong to the current run)."""
         run = self._run
-        self._broker = Broker() if run.saved is None else Broker.from_json(run.saved.broker)
+        if not first:  # the first run's broker was made before the job was built
+            self._broker = _new_broker(run.saved)
         self._history = History((n for n, b in self._outputs.items() if b.spec.kafka is None),
                                 fill=weakref.WeakMethod(self._fill_later))
         self._absorb_job_writes(self._job_rows, now_ms)  # a reset's run starts as a new one
@@ -481,3 +482,7 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         return (f"<TopologyTestDriver outputs={list(self.output_names)} {state}, "
                 f"{len(self._history)} batches>")
 
+
+def _new_broker(saved: SavedCheckpoint | None) -> Broker:
+    """A run's broker: empty, or holding what a saved checkpoint's topics held."""
+    return Broker() if saved is None else Broker.from_json(saved.broker)
