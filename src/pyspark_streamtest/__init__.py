@@ -81,8 +81,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; imported on fi
     from .core.session import test_spark_session
     from .core.time import DEFAULT_START_TIME
     from .driver.driver import TopologyTestDriver
-    from .driver.input_topic import TestInputTopic
-    from .driver.output_topic import TestOutputTopic
+    from .driver.topics import TestInputTopic, TestOutputTopic
     from .driver.topology import Topology
     from .gates.scenario import load_scenario, run_scenario
     from .reporting.picture import timeline_svg, write_timeline_picture
@@ -101,8 +100,8 @@ _ON_FIRST_USE = {
     "KeyValue": ".core.records",
     "LateRecord": ".core.records",
     "StateOperatorMetrics": ".core.records",
-    "TestInputTopic": ".driver.input_topic",
-    "TestOutputTopic": ".driver.output_topic",
+    "TestInputTopic": ".driver.topics",
+    "TestOutputTopic": ".driver.topics",
     "TestRecord": ".core.records",
     "Topology": ".driver.topology",
     "TopologyTestDriver": ".driver.driver",

@@ -248,7 +248,7 @@ def _leftovers(spark, root) -> dict[str, int]:
     from pyspark_streamtest._spark.query.clock import ManualClock
     from pyspark_streamtest._spark.query.sink import CollectingSink
     from pyspark_streamtest.driver._lifecycle import await_released
-    from pyspark_streamtest.driver._runner import QueryRunner
+    from pyspark_streamtest.driver.queries._runner import QueryRunner
 
     gc.collect()
     await_released()  # drivers collected unclosed are released on threads of their own

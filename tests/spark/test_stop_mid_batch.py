@@ -61,7 +61,7 @@ def test_no_task_of_a_run_stopped_mid_batch_outlives_the_stop(spark, tmp_path, m
     the JVM's task threads, not against what Spark reports); once the driver has
     closed, its checkpoint is gone."""
     from pyspark_streamtest._spark.query import sink
-    from pyspark_streamtest.driver import _runner
+    from pyspark_streamtest.driver.queries import _runner
 
     collect = sink.CollectingSink.apply
     stop_query = _runner.stop_query

@@ -4,6 +4,7 @@ the package keeps working."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import re
@@ -23,8 +24,8 @@ MAX_LINES = 500
 DOCUMENTED_MODULES = [
     "errors", "kafka", "state", "plugin", "driver", "testing", "testing.strategies",
     "testing.model", "testing.invariants", "core.equality", "core.features", "core.records",
-    "core.session", "core.time", "driver.topology", "driver.input_topic",
-    "driver.output_topic", "gates.canned", "gates.cli", "gates.scenario",
+    "core.session", "core.time", "driver.topology", "driver.topics",
+    "driver.queries", "gates.canned", "gates.cli", "gates.scenario",
     "gates.scenario_file", "mutate", "reporting.golden", "reporting.picture", "reporting.timeline",
 ]
 # The package's floors from the top (pyproject.toml's first contract): each is a folder.
@@ -150,13 +151,97 @@ def test_every_module_hides_its_frames_from_failures_it_reports():
 
 def test_the_oracle_stands_alone():
     """The differential oracle imports nothing of the driver but the landing folders it
-    reads as Spark alone does; of the package, only the runner (which makes its query)
-    and the plugin's oracle option import it. What the others share with it (the
-    queries' names, a progress's watermark) lives below them all."""
+    reads as Spark alone does (through the topology room's door); of the package, only
+    the runner (which makes its query) and the plugin's oracle option import it. What
+    the others share with it (the queries' names, a progress's watermark) lives below
+    them all."""
     graph = grimp.build_graph("pyspark_streamtest")
     oracle = "pyspark_streamtest.driver.oracle"
     assert sorted(m for m in graph.find_modules_directly_imported_by(oracle)
                   if m.startswith("pyspark_streamtest.driver.")) == [
-        "pyspark_streamtest.driver._landing"]
+        "pyspark_streamtest.driver.topology"]
+    tree = ast.parse((PACKAGE / "driver" / "oracle.py").read_text())
+    taken = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and node.module == "topology" for alias in node.names}
+    assert taken == {"LandingSource"}
     assert sorted(graph.find_modules_that_directly_import(oracle)) == [
-        "pyspark_streamtest.driver._runner", "pyspark_streamtest.plugin._oracle"]
+        "pyspark_streamtest.driver.queries._runner", "pyspark_streamtest.plugin._oracle"]
+
+
+DRIVER_ROOMS = ("topology", "queries", "topics")
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """The absolute name of each module ``path`` imports from, with its line."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    package = list(parts[:-1])  # an __init__'s package is its folder, as a module's is
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+    return found
+
+
+def test_a_room_of_the_driver_is_entered_by_its_door():
+    """A module outside ``driver/topology/``, ``driver/queries/`` or ``driver/topics/``
+    imports from the room itself (its ``__init__.py``, which lists what it lends),
+    never from one of the room's own modules."""
+    entered = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for line, name in _imported_modules(path):
+            for room in DRIVER_ROOMS:
+                door = f"pyspark_streamtest.driver.{room}"
+                if name.startswith(door + ".") and not here.startswith(door + "."):
+                    entered.append(f"{path.relative_to(PACKAGE)}:{line} imports {name}")
+    assert entered == []
+    for room in DRIVER_ROOMS:
+        face = importlib.import_module(f"pyspark_streamtest.driver.{room}")
+        assert sorted(face.__all__) == sorted(
+            name for name in vars(face) if not name.startswith("_") and name != "hide_our_frames"
+            and not isinstance(vars(face)[name], type(face))), room
+
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+
+
+def test_the_page_names_every_room_and_module():
+    """docs/architecture.md draws the house as built: every folder of the package is
+    named on it as a room (``name/``), every module by its file name, and nothing it
+    names as a module of the package is missing from the code."""
+    page = PAGE.read_text()
+    rooms = [path.parent.relative_to(PACKAGE).as_posix()
+             for path in sorted(PACKAGE.rglob("__init__.py")) if path.parent != PACKAGE]
+    unnamed_rooms = [room for room in rooms
+                     if f"`{room}/`" not in page and f"`{room.rsplit('/', 1)[-1]}/`" not in page]
+    assert unnamed_rooms == []
+    modules = [path for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__init__.py"]
+    unnamed = [path.relative_to(PACKAGE).as_posix() for path in modules
+               if not re.search(rf"`(?:[\w/]+/)?{re.escape(path.name)}`", page)]
+    assert unnamed == []
+    files = {path.name for path in modules} | {"__init__.py"}
+    named = {match.group(2) for match in re.finditer(r"`([\w/.]+/)?(\w+\.py)`", page)
+             if not (match.group(1) or "").startswith(("tests/", "benchmarks/", "examples/"))}
+    assert sorted(named - files) == []
+
+
+def test_the_page_lists_the_floors_in_the_contracts_order():
+    """The floors table, top to bottom, is the first contract's layers (pyproject.toml),
+    and each of the driver's rooms named in its rooms table is a folder or module."""
+    page = PAGE.read_text()
+    floors = re.findall(r"^\| \d+ \| (.+?) \|", page, re.M)
+    on_page = [re.findall(r"`(\w+)(?:/|\.py)`", floor) for floor in floors]
+    pyproject = (PACKAGE.parents[1] / "pyproject.toml").read_text()
+    first = re.search(r"^layers = \[\n(.*?)^\]", pyproject, re.M | re.S)
+    assert first is not None
+    layers = re.findall(r'^  "(.+)",$', first.group(1), re.M)
+    in_code = [sorted(part.strip().removeprefix("pyspark_streamtest.")
+                      for part in layer.split("|")) for layer in layers]
+    assert [sorted(floor) for floor in on_page] == in_code
+    for room in re.findall(r"^\| `driver/(\w+)(?:/|\.py)` \|", page, re.M):
+        assert (PACKAGE / "driver" / room).is_dir() or (PACKAGE / "driver" / f"{room}.py").is_file()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyspark_streamtest import TestRecord
-from pyspark_streamtest.driver._culprit import bisect_culprit, error_signature
+from pyspark_streamtest.driver.queries._culprit import bisect_culprit, error_signature
 
 PYTHON_CAUSE = """org.apache.spark.api.python.PythonException: Traceback (most recent call last):
   File "/work/test_x.py", line 12, in parse

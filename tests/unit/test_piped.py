@@ -8,13 +8,13 @@ import pickle
 from datetime import datetime, timezone
 
 from pyspark_streamtest import BatchRecord, TestRecord
-from pyspark_streamtest.core.records import Deferred, LateRecord, LaterRecords, field_known
-from pyspark_streamtest.driver._piped import RecordBlock, RecordQueue
+from pyspark_streamtest.core.records import LateRecord, LazyComputed, LazyRecords, field_known
+from pyspark_streamtest.driver.queries._piped import RecordBlock, RecordQueue
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-class Counted(LaterRecords):
+class Counted(LazyRecords):
     __slots__ = ("_records", "built")
 
     def __init__(self, records: tuple[TestRecord, ...]) -> None:
@@ -57,7 +57,7 @@ def test_a_deferred_field_is_worked_out_once_on_first_read_and_acts_as_its_value
         return late
 
     def lazy_batch() -> BatchRecord:
-        return dataclasses.replace(batch(records), late_records=Deferred(work_out))  # type: ignore[arg-type]
+        return dataclasses.replace(batch(records), late_records=LazyComputed(work_out))  # type: ignore[arg-type]
 
     lazy, eager = lazy_batch(), dataclasses.replace(batch(records), late_records=late)
     assert calls == []

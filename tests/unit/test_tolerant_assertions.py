@@ -15,8 +15,8 @@ from pyspark.sql import Row
 
 from pyspark_streamtest import OutputMismatchError, TestOutputTopic, assert_values_equal
 from pyspark_streamtest.core.records import TestRecord
-from pyspark_streamtest.driver._history import History
-from pyspark_streamtest.driver.output_topic import OutputLink
+from pyspark_streamtest.driver.queries._history import History
+from pyspark_streamtest.driver.topics.output_topic import OutputLink
 from pyspark_streamtest.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from pyspark_streamtest import OutputMismatchError
 from pyspark_streamtest.core.records import TestRecord
-from pyspark_streamtest.driver._history import History
-from pyspark_streamtest.driver.output_topic import OutputLink, TestOutputTopic
+from pyspark_streamtest.driver.queries._history import History
+from pyspark_streamtest.driver.topics.output_topic import OutputLink, TestOutputTopic
 from pyspark_streamtest.errors import InvalidArgumentError
 from pyspark_streamtest.gates.scenario import ScenarioError, _Runner, load_scenario
 

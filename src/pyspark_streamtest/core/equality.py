@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import hide_our_frames
 from ._compare import Comparison, compare
-from ._report import report
+from ._diff import report
 
 __tracebackhide__ = hide_our_frames
 

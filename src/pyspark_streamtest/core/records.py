@@ -114,7 +114,7 @@ class StateOperatorMetrics:
     rows_dropped_as_duplicates: int | None = None
 
 
-class LaterRecords:
+class LazyRecords:
     """Records of a batch built when first read: the driver hands one to
     :class:`BatchRecord` so a batch of many rows does not build them up front."""
 
@@ -127,8 +127,8 @@ class LaterRecords:
         return (tuple, (self.records(),))
 
 
-class _InputRecords:
-    """``BatchRecord.input_records``: a tuple, or :class:`LaterRecords` turned into its
+class _LazyRecordsField:
+    """``BatchRecord.input_records``: a tuple, or :class:`LazyRecords` turned into its
     tuple on the first read. Set on the class after ``@dataclass`` made it (so the field
     has no default); a frozen dataclass's ``__init__`` stores through it, as it stores
     with ``object.__setattr__``, which honours a data descriptor."""
@@ -137,15 +137,15 @@ class _InputRecords:
         if obj is None:
             return self
         value = obj.__dict__["_input_records"]
-        if isinstance(value, LaterRecords):
+        if isinstance(value, LazyRecords):
             value = obj.__dict__["_input_records"] = value.records()
         return value
 
-    def __set__(self, obj: BatchRecord, value: tuple[TestRecord, ...] | LaterRecords) -> None:
+    def __set__(self, obj: BatchRecord, value: tuple[TestRecord, ...] | LazyRecords) -> None:
         obj.__dict__["_input_records"] = value
 
 
-class Later:
+class Lazy:
     """A :class:`BatchRecord` field evaluated on its first read (``input_event_times``,
     ``late_records``): the driver hands one to each batch it records. The first read
     calls ``fill`` (the driver, while open, evaluates that field for every batch of the
@@ -187,8 +187,8 @@ class Later:
 _UNRESOLVED = object()
 
 
-class Deferred(Later):
-    """A :class:`Later` that needs nothing of the driver: ``compute`` gives the field's
+class LazyComputed(Lazy):
+    """A :class:`Lazy` that needs nothing of the driver: ``compute`` gives the field's
     value, on the first read, whenever that is (the driver open or closed). The driver
     hands one to a batch whose late records follow from its piped records' event time,
     so a batch nobody asks about builds neither its records nor its late records.
@@ -216,7 +216,7 @@ def _same(value: Any) -> Any:
 
 
 class _LazyField:
-    """A :class:`BatchRecord` field that may hold a :class:`Later`, evaluated on the
+    """A :class:`BatchRecord` field that may hold a :class:`Lazy`, evaluated on the
     first read (a data descriptor, as for ``input_records``)."""
 
     def __init__(self, name: str) -> None:
@@ -226,7 +226,7 @@ class _LazyField:
         if obj is None:
             return self
         value = obj.__dict__.get(self._key)
-        if isinstance(value, Later):
+        if isinstance(value, Lazy):
             value = obj.__dict__[self._key] = value.value()
         return value
 
@@ -246,16 +246,16 @@ def raw_field(batch: BatchRecord, name: str) -> Any:
 def field_known(batch: BatchRecord, name: str) -> bool:
     """True when ``batch``'s lazy field ``name`` holds an evaluated value (not None)."""
     raw = raw_field(batch, name)
-    if isinstance(raw, Later):
+    if isinstance(raw, Lazy):
         return raw.resolved and raw.value() is not None
     return raw is not None
 
 
 def settle(batch: BatchRecord, name: str, value: Any) -> None:
     """Give ``batch`` (and every copy sharing its pending value) its lazy field
-    ``name``: a :class:`Later` or the evaluated value. The batch stays the same object."""
+    ``name``: a :class:`Lazy` or the evaluated value. The batch stays the same object."""
     raw = raw_field(batch, name)
-    if isinstance(raw, Later) and not isinstance(value, Later):
+    if isinstance(raw, Lazy) and not isinstance(value, Lazy):
         raw.resolve(value)
     object.__setattr__(batch, name, value)  # through the descriptor
 
@@ -358,7 +358,7 @@ class BatchRecord:
 
 
 # After @dataclass: the field keeps no default, and __init__ stores through the descriptor.
-setattr(BatchRecord, "input_records", _InputRecords())  # noqa: B010
+setattr(BatchRecord, "input_records", _LazyRecordsField())  # noqa: B010
 # These keep their default (None, in __init__'s signature) and store through it.
 for _name in LAZY_FIELDS:
     setattr(BatchRecord, _name, _LazyField(_name))

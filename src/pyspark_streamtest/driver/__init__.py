@@ -1,11 +1,12 @@
-"""The TopologyTestDriver and the one-job collaborators it delegates to.
+"""The TopologyTestDriver: the face, its verbs, and three rooms below them.
 
-``driver.py`` is the face. Beside it: ``topology.py`` (what a topology declares),
-``input_topic.py`` and ``output_topic.py`` (the topic handles), ``_runner.py`` (one
-output's query), ``_queries.py`` (starting, restarting and stopping them all),
-``_time_control.py`` (moving processing time and watermarks), ``_history.py`` (the
-per-batch record and the output queues) and ``_state_access.py`` (state stores, late
-records, state-row checks).
+``driver.py`` is the face; its verbs beside it (``_lifecycle``, ``_time_control``,
+``_state_access`` and ``_state_verbs``, ``_fault_verbs``, ``_upgrade_verbs``,
+``_app_verbs``, ``_topic_handles``, ``_frames``). The rooms, from the top down:
+``topics/`` (the topic handles a test holds), ``queries/`` (running one output's query
+and its history of batches), ``oracle.py`` (the same queries run again by Spark alone,
+standing alone) and ``topology/`` (what a topology declares). Each room's
+``__init__`` is its door: a module of another room imports the names it lists.
 """
 
 from ..errors import hide_our_frames

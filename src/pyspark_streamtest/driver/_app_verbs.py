@@ -12,7 +12,7 @@ from pyspark.sql.types import StructType
 from ..app import App, AppSettings, app_topology, checked_argv, selected_outputs
 from ..app._landing import LandingSettings, checked_land_files
 from ..errors import InvalidArgumentError, hide_our_frames
-from ._specs import InputSpec
+from .topology import InputSpec
 
 __tracebackhide__ = hide_our_frames
 

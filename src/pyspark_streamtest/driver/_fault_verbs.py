@@ -5,7 +5,7 @@ let Spark's own recovery run the batch again."""
 from __future__ import annotations
 
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
-from ._queries import Queries
+from .queries import Queries
 
 __tracebackhide__ = hide_our_frames
 

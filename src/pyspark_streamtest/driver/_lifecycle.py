@@ -31,10 +31,9 @@ from ..errors import (
     StreamTestError,
     hide_our_frames,
 )
-from ._history import History
-from ._queries import Queries
 from ._state_access import StateAccess
 from ._time_control import TimeControl
+from .queries import History, Queries
 from .topology import BuiltOutput, TopologyFunction
 
 __tracebackhide__ = hide_our_frames

@@ -16,8 +16,8 @@ from ..core.features import Feature, require_feature, supported_features
 from ..core.records import (
     BatchRecord,
     DuplicateRecord,
-    Later,
     LateRecord,
+    Lazy,
     StateOperatorMetrics,
     field_known,
     raw_field,
@@ -43,9 +43,7 @@ from ..state.views import (
     TopologyDescription,
     WindowStoreView,
 )
-from ._history import History
-from ._queries import Queries, names_text
-from ._runner import QueryRunner
+from .queries import History, Queries, QueryRunner, names_text
 
 __tracebackhide__ = hide_our_frames
 
@@ -263,7 +261,7 @@ class StateAccess:
         finally:
             for batch in self._history.of_output(output):
                 raw = raw_field(batch, name)
-                if isinstance(raw, Later) and not raw.resolved:
+                if isinstance(raw, Lazy) and not raw.resolved:
                     settle(batch, name, None)
 
     def restarted(self) -> None:

@@ -23,9 +23,7 @@ from ..errors import (
     TimeWentBackwardsError,
     hide_our_frames,
 )
-from ._history import History
-from ._queries import Queries, names_text
-from ._runner import QueryRunner
+from .queries import History, Queries, QueryRunner, names_text
 
 __tracebackhide__ = hide_our_frames
 

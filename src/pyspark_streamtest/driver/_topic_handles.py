@@ -9,10 +9,8 @@ from datetime import datetime, timedelta
 from ..core.time import require_aware
 from ..errors import InvalidArgumentTypeError, UnknownTopicError, hide_our_frames
 from ..kafka.serdes import DeserializerSpec, SerializerSpec, deserializer, serializer
-from ._history import History
-from ._queries import names_text
-from .input_topic import InputLink, TestInputTopic
-from .output_topic import OutputLink, TestOutputTopic
+from .queries import History, names_text
+from .topics import InputLink, OutputLink, TestInputTopic, TestOutputTopic
 from .topology import BuiltOutput, InputSpec
 
 __tracebackhide__ = hide_our_frames

@@ -16,12 +16,9 @@ from .._spark.query.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ..kafka._broker import Broker
-from ._batch_reads import kept_topics_of
-from ._build import build_topology
-from ._history import History
-from ._queries import Queries
 from ._time_control import TimeControl
-from .topology import BuiltOutput, InputSpec, TopologyFunction
+from .queries import History, Queries
+from .topology import BuiltOutput, InputSpec, TopologyFunction, build_topology, kept_topics_of
 
 __tracebackhide__ = hide_our_frames
 

@@ -30,22 +30,17 @@ from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka._broker import Broker, kafka_output_records
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
-from ._batch_reads import kept_topics_of
-from ._build import build_topology
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
-from ._history import History
 from ._lifecycle import Lifecycle
-from ._queries import Queries, check_sql_conf
-from ._saved import SavedCheckpoint, load_checkpoint, start_ms
 from ._state_access import StateAccess
 from ._state_verbs import StateVerbs
 from ._time_control import TimeControl
 from ._topic_handles import TopicHandles
 from ._upgrade_verbs import UpgradeVerbs
-from .input_topic import InputLink, TestInputTopic
-from .output_topic import OutputLink, TestOutputTopic
-from .topology import BuiltOutput, TopologyFunction
+from .queries import History, Queries, SavedCheckpoint, check_sql_conf, load_checkpoint, start_ms
+from .topics import InputLink, OutputLink, TestInputTopic, TestOutputTopic
+from .topology import BuiltOutput, TopologyFunction, build_topology, kept_topics_of
 
 __tracebackhide__ = hide_our_frames
 

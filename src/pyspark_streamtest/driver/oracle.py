@@ -1,7 +1,7 @@
 """The differential oracle: every query the driver runs, run again by Spark alone.
 
 With ``STREAMTEST_ORACLE=1`` (the plugin's ``--streamtest-oracle``) each
-:class:`~pyspark_streamtest.driver._runner.QueryRunner` gets an :class:`OracleQuery`: the same
+:class:`~pyspark_streamtest.driver.queries.QueryRunner` gets an :class:`OracleQuery`: the same
 output built again by the topology function, over memory streams of its own that get
 the same offsets as the driver's (the same JSON lines, blocks and empty offsets, in the
 same calls), started through the same ``startQuery`` with the same settings, but with
@@ -46,7 +46,7 @@ from ..core.query_names import ORACLE_PREFIX
 from ..core.records import BatchRecord
 from ..core.time import from_ms, to_ms
 from ..errors import OracleMismatchError, hide_our_frames
-from ._landing import LandingSource
+from .topology import LandingSource
 
 __tracebackhide__ = hide_our_frames
 

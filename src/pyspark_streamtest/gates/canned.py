@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from ..core.records import BatchRecord
 from ..driver.driver import TopologyTestDriver
-from ..driver.input_topic import TestInputTopic
+from ..driver.topics import TestInputTopic
 from ..driver.topology import Topology, TopologyFunction
 from ..errors import InvalidArgumentError, hide_our_frames
 from ._fixtures import fixture_path

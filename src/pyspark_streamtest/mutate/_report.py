@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import hide_our_frames
-from ._durations import Duration, durations_in, parse_duration
+from ._duration_texts import Duration, durations_in, parse_duration
 from ._results import MutantResult, Score
 
 __tracebackhide__ = hide_our_frames

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import hide_our_frames
-from ._durations import changed, parse_duration
+from ._duration_texts import changed, parse_duration
 
 __tracebackhide__ = hide_our_frames
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import hide_our_frames
-from ._durations import from_millis, parse_duration
+from ._duration_texts import from_millis, parse_duration
 
 __tracebackhide__ = hide_our_frames
 

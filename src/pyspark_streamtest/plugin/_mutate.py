@@ -1,7 +1,7 @@
 """``--streamtest-mutate``: mutation testing of the streaming decisions the tests build.
 
 The run has two phases in each process. First the selected tests run as always, while
-a :class:`~pyspark_streamtest.mutate._intercept.Mutator` records the mutants each
+a :class:`~pyspark_streamtest.mutate._mutator.Mutator` records the mutants each
 test's topologies offer. Then, if every test passed, each mutant (all, or a sample of
 ``--streamtest-mutate-max`` from ``--streamtest-mutate-seed``) runs the tests that
 built its topology again, in this process, on the same Spark session; the first
@@ -98,7 +98,7 @@ class Mutation:
     def __init__(self, config: pytest.Config, *, runs: bool, gates: bool,
                  min_score: float | None) -> None:
         from ..core._build_hook import hooked
-        from ..mutate._intercept import Mutator
+        from ..mutate._mutator import Mutator
 
         self._config = config
         self._runs = runs
@@ -232,7 +232,7 @@ class Mutation:
         """Run ``tests`` with ``mutant`` made, to the first that fails."""
         from _pytest.runner import runtestprotocol
 
-        from ..mutate._intercept import UNSEEN_IN_PLAN
+        from ..mutate._mutator import UNSEEN_IN_PLAN
         from ..mutate._results import MutantResult, classify
 
         result = MutantResult(mutant, "survived")

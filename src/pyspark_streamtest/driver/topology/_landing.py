@@ -29,11 +29,11 @@ from weakref import WeakKeyDictionary
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from .._spark.jvm import Jvm, java_error_text
-from .._spark.query.file_source import NotAFileSourceError, batch_files, file_stream
-from ..core.records import TestRecord
-from ..core.time import from_ms
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, TopologyError, hide_our_frames
+from ..._spark.jvm import Jvm, java_error_text
+from ..._spark.query.file_source import NotAFileSourceError, batch_files, file_stream
+from ...core.records import TestRecord
+from ...core.time import from_ms
+from ...errors import InvalidArgumentError, InvalidArgumentTypeError, TopologyError, hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 

@@ -11,15 +11,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._spark.jvm import JavaObject, Jvm
-from .._spark.query.conf import scoped_sql_conf
-from .._spark.query.incompatible import incompatibility
-from .._spark.query.late_rows import replay_error
-from .._spark.query.plan import analyzed_plan, plan_facts
-from .._spark.runtime import warm_jvm
-from .._spark.runtime.infrastructure import channel_failure, infrastructure_failure, machine_load
-from ..core.records import TestRecord
-from ..errors import (
+from ..._spark.jvm import JavaObject, Jvm
+from ..._spark.query.conf import scoped_sql_conf
+from ..._spark.query.incompatible import incompatibility
+from ..._spark.query.late_rows import replay_error
+from ..._spark.query.plan import analyzed_plan, plan_facts
+from ..._spark.runtime import warm_jvm
+from ..._spark.runtime.infrastructure import channel_failure, infrastructure_failure, machine_load
+from ...core.records import TestRecord
+from ...errors import (
     BatchFailedError,
     CallbackChannelError,
     IncompatibleCheckpointError,
@@ -27,7 +27,7 @@ from ..errors import (
     StreamingQueryFailedError,
     hide_our_frames,
 )
-from .topology import BuiltOutput
+from ..topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..core.records import TestRecord
-from ..core.time import check_in_range, duration_ms, from_ms, is_plain_utc, require_aware, to_ms
-from ..errors import InvalidArgumentError, SchemaMismatchError, hide_our_frames
-from ._specs import InputSpec
+from ...core.records import TestRecord
+from ...core.time import check_in_range, duration_ms, from_ms, is_plain_utc, require_aware, to_ms
+from ...errors import InvalidArgumentError, SchemaMismatchError, hide_our_frames
+from ..topology import InputSpec
 
 __tracebackhide__ = hide_our_frames
 

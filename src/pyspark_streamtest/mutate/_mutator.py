@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core._build_hook import BuildHook
 from ..errors import hide_our_frames
-from ._durations import changed, from_millis, parse_duration
+from ._duration_texts import changed, from_millis, parse_duration
 from ._patching import rebind, replaced_attribute, retitled, unpatched
 from ._sites import Mutant, Site, show, users_frame
 from ._sql import replaced, spots

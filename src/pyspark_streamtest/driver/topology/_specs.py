@@ -12,13 +12,13 @@ from typing import Union
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from .._spark.query.late_rows import LateOperator
-from .._spark.query.memory_stream import JsonMemoryStream
-from .._spark.query.plan import LateRule
-from ..core._values import StructEncoder
-from ..errors import TopologyError, hide_our_frames
-from ..kafka._shapes import KafkaInput, KafkaOutput
-from ..kafka.admission import ReadLimit
+from ..._spark.query.late_rows import LateOperator
+from ..._spark.query.memory_stream import JsonMemoryStream
+from ..._spark.query.plan import LateRule
+from ...core._values import StructEncoder
+from ...errors import TopologyError, hide_our_frames
+from ...kafka._shapes import KafkaInput, KafkaOutput
+from ...kafka.admission import ReadLimit
 from ._batch_writes import BatchWrites
 from ._landing import FileSource, LandingSource
 

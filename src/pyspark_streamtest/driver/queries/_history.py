@@ -6,16 +6,16 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from ..core.records import (
+from ...core.records import (
     LAZY_FIELDS,
     BatchRecord,
-    Later,
     LateRecord,
+    Lazy,
     TestRecord,
     raw_field,
     settle,
 )
-from ..errors import hide_our_frames
+from ...errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
@@ -53,7 +53,7 @@ class History:
         for batch in batches:
             for name in LAZY_FIELDS if self._fill_ref is not None else ():
                 if raw_field(batch, name) is None:
-                    settle(batch, name, Later(partial(self._fill, name, batch.output)))
+                    settle(batch, name, Lazy(partial(self._fill, name, batch.output)))
             self._batches.append(batch)
             for record in batch.output_records:
                 topic = record.topic

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any, overload
 
-from ..core.records import LaterRecords, TestRecord
-from ..errors import hide_our_frames
+from ...core.records import LazyRecords, TestRecord
+from ...errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 
@@ -83,10 +83,10 @@ class RecordBlock(Sequence[TestRecord]):
         return iter(self.records())
 
 
-class RecordQueue(LaterRecords):
+class RecordQueue(LazyRecords):
     """Records in the order they were piped, as chunks: lists of records or
     :class:`RecordBlock` values still to be built. A queue taken for a batch is that
-    batch's :class:`LaterRecords`."""
+    batch's :class:`LazyRecords`."""
 
     __slots__ = ("_chunks", "_count")
 

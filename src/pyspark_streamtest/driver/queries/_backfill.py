@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core.records import BatchRecord
-from ..errors import BackfillNeverEndsError, hide_our_frames
+from ...core.records import BatchRecord
+from ...errors import BackfillNeverEndsError, hide_our_frames
 from ._runner import QueryRunner
 
 __tracebackhide__ = hide_our_frames

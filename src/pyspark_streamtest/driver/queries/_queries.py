@@ -12,11 +12,11 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._spark.jvm import Jvm
-from ..core._files import safe_file_name
-from ..core.query_names import ALONE_SUFFIX
-from ..core.records import BatchRecord, TestRecord
-from ..errors import (
+from ..._spark.jvm import Jvm
+from ...core._files import safe_file_name
+from ...core.query_names import ALONE_SUFFIX
+from ...core.records import BatchRecord, TestRecord
+from ...errors import (
     BackfillNeverEndsError,
     BatchFailedError,
     CheckpointMissingError,
@@ -25,12 +25,11 @@ from ..errors import (
     UnknownTopicError,
     hide_our_frames,
 )
-from ..kafka._broker import Broker
+from ...kafka._broker import Broker
+from ..topology import BuiltOutput, landing_dirs, temp_root
 from ._backfill import run_backfill
-from ._landing import landing_dirs, temp_root
 from ._runner import QueryRunner
 from ._saved import SavedCheckpoint, copy_checkpoint, save_checkpoint
-from .topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 

@@ -33,23 +33,23 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .._spark.connect.session import ConnectLink
-from .._spark.jvm import Jvm
-from .._spark.query.late_rows import late_operators
-from .._spark.query.memory_stream import JsonMemoryStream
-from .._spark.query.plan import column_expr_id, late_rule_for, plan_facts, plan_shape
-from .._spark.query.start import processing_time_ms
-from ..core._build_hook import build_hook
-from ..core._values import StructEncoder
-from ..core.time import duration_ms
-from ..errors import (
+from ..._spark.connect.session import ConnectLink
+from ..._spark.jvm import Jvm
+from ..._spark.query.late_rows import late_operators
+from ..._spark.query.memory_stream import JsonMemoryStream
+from ..._spark.query.plan import column_expr_id, late_rule_for, plan_facts, plan_shape
+from ..._spark.query.start import processing_time_ms
+from ...core._build_hook import build_hook
+from ...core._values import StructEncoder
+from ...core.time import duration_ms
+from ...errors import (
     TopologyError,
     UnsupportedSchemaError,
     hide_our_frames,
 )
-from ..kafka._shapes import KafkaInput, kafka_sink_frame
-from ..kafka.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, ReadLimit
-from ..kafka.serdes import (
+from ...kafka._shapes import KafkaInput, kafka_sink_frame
+from ...kafka.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, ReadLimit
+from ...kafka.serdes import (
     CREATE_TIME,
     KAFKA_HEADERS_TYPE,
     KAFKA_SOURCE_SCHEMA,

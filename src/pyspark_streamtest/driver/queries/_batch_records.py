@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .._spark.jvm import JavaObject
-from .._spark.query.start import last_progress
-from .._spark.query.watermark import progress_watermark
-from ..core.records import BatchRecord, Deferred, TestRecord
-from ..errors import hide_our_frames
-from ..kafka._broker import Broker, kafka_output_records
+from ..._spark.jvm import JavaObject
+from ..._spark.query.start import last_progress
+from ..._spark.query.watermark import progress_watermark
+from ...core.records import BatchRecord, LazyComputed, TestRecord
+from ...errors import hide_our_frames
+from ...kafka._broker import Broker, kafka_output_records
 
 __tracebackhide__ = hide_our_frames
 
@@ -40,10 +40,29 @@ def output_records(
                             processing_time=processing_time) for value in values)
 
 
+def written(
+    spec: Any, broker: Broker, decode: Any, rows: Iterable[Any], batch_id: int,
+    processing_time: datetime,
+) -> tuple[TestRecord, ...]:
+    """What a batch of the output ``spec`` wrote: its sink's ``rows``, decoded, and what
+    a ``foreachBatch`` function wrote to Kafka with ``DataFrame.write``."""
+    out = output_records(spec.name, spec.kafka.partitions if spec.kafka is not None else None,
+                         broker, map(decode, rows), batch_id, processing_time)
+    if spec.writes is not None and spec.writes.kafka_rows:
+        out += kafka_output_records(broker, 1, spec.writes.take(), batch_id, processing_time)
+    return out
+
+
+def new_data(progress: Mapping[str, Any]) -> bool:
+    """True when the batch of ``progress`` read new offsets of any source."""
+    return any(source.get("startOffset") != source.get("endOffset")
+               for source in progress.get("sources") or ())
+
+
 def committed(
     output: str, batch_id: int, progress: Mapping[str, Any], *, processing_time: datetime,
     watermark_after: datetime | None, consumed: Any, outputs: tuple[TestRecord, ...],
-    late: Deferred | None, attempt: int,
+    late: LazyComputed | None, attempt: int,
 ) -> BatchRecord:
     """The record of a batch Spark committed, from its progress (``watermark_after`` is
     None for a query without a watermark)."""
@@ -57,8 +76,7 @@ def committed(
         input_records=consumed,  # built when read, as a tuple
         output_records=outputs,
         num_input_rows=int(progress.get("numInputRows", 0)),
-        new_data=any(source.get("startOffset") != source.get("endOffset")
-                     for source in progress.get("sources") or ()),
+        new_data=new_data(progress),
         num_rows_dropped_by_watermark=sum(int(op.get("numRowsDroppedByWatermark", 0))
                                           for op in operators),
         num_state_rows_total=sum(int(op.get("numRowsTotal", 0)) for op in operators),

@@ -11,25 +11,24 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from ..core._columns import ColumnLines
-from ..core.records import TestRecord
-from ..core.time import (
+from ...core._columns import ColumnLines
+from ...core.records import TestRecord
+from ...core.time import (
     duration_ms,
     require_aware,
     to_ms,
 )
-from ..errors import (
+from ...errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     StreamTestError,
     hide_our_frames,
 )
-from ..kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
-from ..kafka.serdes import LOG_APPEND_TIME, Serializer
+from ...kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
+from ...kafka.serdes import LOG_APPEND_TIME, Serializer
+from ..queries import RecordBlock
+from ..topology import InputSpec, LandingDir
 from ._encoding import encode_value, later
-from ._landing import LandingDir
-from ._piped import RecordBlock
-from .topology import InputSpec
 
 __tracebackhide__ = hide_our_frames
 

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.records import TestRecord
-from ..errors import hide_our_frames
-from ..kafka.admission import Admission, ReadLimit
+from ...core.records import TestRecord
+from ...errors import hide_our_frames
+from ...kafka.admission import Admission, ReadLimit
 
 __tracebackhide__ = hide_our_frames
 

@@ -11,14 +11,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .._spark.connect.session import ConnectLink
-from .._spark.jvm import Jvm
-from ..core._build_hook import build_hook
-from ..errors import TopologyError, hide_our_frames
+from ..._spark.connect.session import ConnectLink
+from ..._spark.jvm import Jvm
+from ...core._build_hook import build_hook
+from ...errors import TopologyError, hide_our_frames
 from ._batch_reads import KafkaTopics
 from ._landing import LandingSource, landing_dirs
 from ._specs import BuiltOutput, InputSpec
-from .topology import Topology, TopologyFunction
+from ._topology import Topology, TopologyFunction
 
 __tracebackhide__ = hide_our_frames
 

@@ -12,10 +12,10 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core._compare import Comparison
-from ..core.equality import compare_values
-from ..core.records import BatchRecord, KeyValue, TestRecord
-from ..errors import (
+from ...core._compare import Comparison
+from ...core.equality import compare_values
+from ...core.records import BatchRecord, KeyValue, TestRecord
+from ...errors import (
     DeserializationError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -23,8 +23,8 @@ from ..errors import (
     UninitializedTopicError,
     hide_our_frames,
 )
-from ..kafka.serdes import Deserializer
-from ._history import History
+from ...kafka.serdes import Deserializer
+from ..queries import History
 
 __tracebackhide__ = hide_our_frames
 

@@ -13,40 +13,39 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .._spark.jvm import JavaObject, Jvm, java_error_text
-from .._spark.query import clock as _clock
-from .._spark.query.callbacks import CallbackConnections, forget_proxies
-from .._spark.query.checkpoint import local_checkpoint_conf
-from .._spark.query.conf import scoped_sql_conf
-from .._spark.query.file_source import read_failure_text
-from .._spark.query.late_rows import OperatorInput, Reached, rows_reaching
-from .._spark.query.offset_log import last_committed, last_logged, logged_batch
-from .._spark.query.plan import LateRule
-from .._spark.query.providers import unload_providers
-from .._spark.query.python_traceback import without_pyspark_frames
-from .._spark.query.sink import CollectingSink, InjectedCrashError
-from .._spark.query.start import (
+from ..._spark.jvm import JavaObject, Jvm, java_error_text
+from ..._spark.query import clock as _clock
+from ..._spark.query.callbacks import CallbackConnections, forget_proxies
+from ..._spark.query.checkpoint import local_checkpoint_conf
+from ..._spark.query.conf import scoped_sql_conf
+from ..._spark.query.file_source import read_failure_text
+from ..._spark.query.late_rows import OperatorInput, Reached, rows_reaching
+from ..._spark.query.offset_log import last_committed, last_logged, logged_batch
+from ..._spark.query.plan import LateRule
+from ..._spark.query.providers import unload_providers
+from ..._spark.query.python_traceback import without_pyspark_frames
+from ..._spark.query.sink import CollectingSink, InjectedCrashError
+from ..._spark.query.start import (
     failure_text,
     start_query,
     stop_query,
     stream_execution,
 )
-from .._spark.query.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
-from ..core._costs import count_batches, spending
-from ..core._decoding import row_decoder
-from ..core.query_names import ALONE_SUFFIX, QUERY_PREFIX
-from ..core.records import BatchRecord, Deferred, TestRecord
-from ..core.time import EPOCH, from_ms, to_ms
-from ..errors import StepTimeoutError, TopologyError, hide_our_frames
-from ..kafka._broker import Broker, kafka_output_records
-from ..state._late import late_records
+from ..._spark.query.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
+from ...core._costs import count_batches, spending
+from ...core._decoding import row_decoder
+from ...core.query_names import ALONE_SUFFIX, QUERY_PREFIX
+from ...core.records import BatchRecord, LazyComputed, TestRecord
+from ...core.time import EPOCH, from_ms, to_ms
+from ...errors import StepTimeoutError, TopologyError, hide_our_frames
+from ...kafka._broker import Broker
+from ...state._late import late_records
+from ..oracle import OracleQuery, oracle_enabled
+from ..topology import BuiltOutput, LandedInputs
 from . import _batch_records as batch_records
 from ._culprit import CulpritSearch, batch_failure, raising_record
 from ._feed import SourceFeed
-from ._landing import LandedInputs
 from ._piped import RecordQueue
-from .oracle import OracleQuery, oracle_enabled
-from .topology import BuiltOutput
 
 __tracebackhide__ = hide_our_frames
 
@@ -54,6 +53,16 @@ _QUERY_SERIALS = itertools.count(1)
 
 
 class QueryRunner:
+    """One output's query, from its start to its stop: what the driver runs of it.
+
+    It owns the query's Spark side (the JVM query, its manual clock, the driver's sink,
+    the callback connections of its stream thread, the watermark it reads and forces),
+    what its sources are handed (the feed: piped records queued until a trigger, the
+    landed files, a failed batch's records kept for the retry), the injected crash armed
+    for its next batch, and its oracle twin when the oracle is on. Each trigger it
+    finishes becomes a :class:`BatchRecord` (``_batch_records``); it keeps no history:
+    the driver's :class:`History` does."""
+
     def __init__(
         self, jvm: Jvm, built: BuiltOutput, checkpoint: str, trigger_interval_ms: int,
         timeout_s: float, sql_conf: Mapping[str, str] | None = None,
@@ -90,6 +99,7 @@ class QueryRunner:
         self._schema_json = built.dataframe.schema.json()
         self._decode = row_decoder(built.dataframe.schema)
         self._feed = SourceFeed(built, self._streams)
+        self._written = partial(batch_records.written, built.spec, self._broker, self._decode)
         if built.spec.writes is not None:  # what spark.read.format("kafka") reads in it
             built.spec.writes.topics = lambda: self._broker.kept
         # The records of a failed batch: a restart retries exactly that batch (its
@@ -439,19 +449,8 @@ class QueryRunner:
         attempt, self._attempt = self._attempt, 1
         return batch_records.crashed(
             self.name, batch_id, kind, processing_time=processing_time, watermark=running,
-            read=read, outputs=self._outputs(rows or [], batch_id, processing_time),
+            read=read, outputs=self._written(rows or [], batch_id, processing_time),
             attempt=attempt)
-
-    def _outputs(self, rows: list[Any], batch_id: int,
-                 processing_time: datetime) -> tuple[TestRecord, ...]:
-        spec = self.built.spec
-        written = batch_records.output_records(
-            self.name, spec.kafka.partitions if spec.kafka is not None else None, self._broker,
-            map(self._decode, rows), batch_id, processing_time)
-        if spec.writes is not None and spec.writes.kafka_rows:  # the function's Kafka writes
-            written += kafka_output_records(self._broker, 1, spec.writes.take(), batch_id,
-                                            processing_time)
-        return written
 
     def _record(self, batch_id: int, rows: list[Any]) -> BatchRecord:
         assert self.clock is not None
@@ -462,9 +461,7 @@ class QueryRunner:
                 self._jvm, stream_execution(self._jquery), self._watermark_ms
             )
         progress = batch_records.progress_of(self._jquery, self.name, batch_id)
-        num_input = int(progress.get("numInputRows", 0))
-        new_data = any(source.get("startOffset") != source.get("endOffset")
-                       for source in progress.get("sources") or ())
+        num_input, new_data = int(progress.get("numInputRows", 0)), batch_records.new_data(progress)
         consumed = RecordQueue()
         if self._retry is not None:  # the retried batch reads what the failed one read
             if num_input:
@@ -479,7 +476,7 @@ class QueryRunner:
         if self._shadow is not None:  # only queries with a watermark have one
             self._watermark_ms = self._shadow.after_batch()
         operators = tuple(progress.get("stateOperators") or ())
-        late: Deferred | None = None
+        late: LazyComputed | None = None
         rule = self.built.late_rule
         if self.late_known_per_batch:
             assert isinstance(rule, LateRule)
@@ -487,13 +484,13 @@ class QueryRunner:
                         else self._resumed_watermark)
             # Worked out on the first read: everything it needs is fixed now, and a batch
             # nobody asks about then builds neither its records nor its late records.
-            late = Deferred(partial(
+            late = LazyComputed(partial(
                 late_records, rule, consumed, self._time_columns, batch_id, previous or EPOCH,
                 str(operators[0].get("operatorName")) if operators else None))
         record = batch_records.committed(
             self.name, batch_id, progress, processing_time=processing_time,
             watermark_after=from_ms(self._watermark_ms) if has_wm else None, consumed=consumed,
-            outputs=self._outputs(rows, batch_id, processing_time), late=late,
+            outputs=self._written(rows, batch_id, processing_time), late=late,
             attempt=attempt)
         self.last_batch = record
         self.next_batch_id = batch_id + 1

@@ -12,11 +12,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from ..core.records import TestRecord
-from ..errors import hide_our_frames
+from ...core.records import TestRecord
+from ...errors import hide_our_frames
+from ..topology import BuiltOutput, Source
 from ._admitted import AdmittedInputs
 from ._piped import RecordBlock, RecordQueue
-from ._specs import BuiltOutput, Source
 
 __tracebackhide__ = hide_our_frames
 
