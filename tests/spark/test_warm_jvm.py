@@ -313,13 +313,26 @@ def test_a_killed_jvm_is_replaced(project):
     assert first not in [info["jvm_pid"] for info in project.warm()]
 
 
+def _count(path: Path) -> int:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def _cleaned(project: Project, jvm_pid: int) -> None:
-    """Wait (bounded) until the keeper of ``jvm_pid`` has cleaned it after its run."""
+    """Wait (bounded) until the keeper of ``jvm_pid`` has cleaned it after its last run:
+    its ``cleaned`` count has reached its ``runs`` count. (A ``cleaned`` file alone is
+    the count of earlier runs' cleanings when the JVM served earlier tests of the
+    module: stopped then, it was stopped mid-cleaning, and the next run waited for the
+    keeper's 60 s cleaning timeout.)"""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for info in project.jvms.glob("*/gateway.json"):
-            if json.loads(info.read_text())["jvm_pid"] == jvm_pid and (
-                    info.parent / "cleaned").exists():
+            folder = info.parent
+            if json.loads(info.read_text())["jvm_pid"] == jvm_pid and not (
+                    folder / "cleaning").exists() and (
+                    0 < _count(folder / "runs") <= _count(folder / "cleaned")):
                 return
         time.sleep(0.05)
     raise AssertionError(f"the keeper of JVM {jvm_pid} did not clean it within 60 s")
