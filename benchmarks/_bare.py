@@ -31,12 +31,12 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 
 from pyspark_streamtest._spark.alone import progress_time
 from pyspark_streamtest._spark.jvm import Jvm
-from pyspark_streamtest._spark.query.checkpoint import local_checkpoint_conf
+from pyspark_streamtest._spark.query.checkpoints.settings import local_checkpoint_conf
 from pyspark_streamtest._spark.query.clock import IDLE_TRIGGER_CONF
 from pyspark_streamtest._spark.query.conf import scoped_sql_conf
 from pyspark_streamtest._spark.query.memory_stream import JsonMemoryStream
 from pyspark_streamtest._spark.query.start import start_query
-from pyspark_streamtest.core._values import StructEncoder
+from pyspark_streamtest.core.values import StructEncoder
 
 _INTERVAL_MS = 1000
 _TIMEOUT_S = 60.0

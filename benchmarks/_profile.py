@@ -34,7 +34,7 @@ from pyspark.sql import SparkSession
 
 from pyspark_streamtest._spark.query.clock import ManualClock
 from pyspark_streamtest._spark.query.sink import CollectingSink
-from pyspark_streamtest.core._costs import spent
+from pyspark_streamtest.core.costs import spent
 
 
 class _Tally:

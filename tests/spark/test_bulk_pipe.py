@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from pyspark_streamtest import SchemaMismatchError, StreamingQueryFailedError, Topology
-from pyspark_streamtest.core import _columns
+from pyspark_streamtest.core import columns as _columns
 
 UTC = timezone.utc
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

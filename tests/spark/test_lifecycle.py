@@ -64,7 +64,7 @@ def test_checkpoints_use_the_file_system_manager_unless_sql_conf_says_otherwise(
     chmod/readlink process per file), and the session keeps its own setting; a driver's
     sql_conf overrides the choice. Restart and state still work with it."""
     from pyspark_streamtest._spark.jvm import Jvm
-    from pyspark_streamtest._spark.query.checkpoint import CHECKPOINT_MANAGER_KEY
+    from pyspark_streamtest._spark.query.checkpoints.settings import CHECKPOINT_MANAGER_KEY
 
     session_value = spark.conf.get(CHECKPOINT_MANAGER_KEY, None)
     with TopologyTestDriver(clicks_per_user, spark=spark) as driver:

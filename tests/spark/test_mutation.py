@@ -28,7 +28,7 @@ def _loaded_before_the_inner_runs(spark):
     second. Made here first, they stay."""
     from pyspark.sql import functions as F
 
-    import pyspark_streamtest.mutate._mutator  # noqa: F401
+    import pyspark_streamtest.mutate.mutator  # noqa: F401
 
     events = spark.range(1).selectExpr("current_timestamp() AS ts")
     events.groupBy(F.window("ts", "1 second")).count()

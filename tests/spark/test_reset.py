@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from pyspark_streamtest import Feature, StaleTopicError, TopologyTestDriver, supported_features
-from pyspark_streamtest.core import _open_drivers
+from pyspark_streamtest.core import open_drivers as _open_drivers
 from tests.helpers import T0, at, clicks_per_user
 from tests.spark.test_kafka import passthrough
 

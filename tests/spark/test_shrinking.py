@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
 from pyspark_streamtest import Topology, TopologyTestDriver
-from pyspark_streamtest.core import _open_drivers
+from pyspark_streamtest.core import open_drivers as _open_drivers
 from pyspark_streamtest.testing import strategies as sst
 from pyspark_streamtest.testing._runs import spark_runs
 from pyspark_streamtest.testing.invariants import assert_matches_model

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from pyspark_streamtest import OutputMismatchError, assert_values_equal
-from pyspark_streamtest.core._compare import Comparison, compare
-from pyspark_streamtest.core._diff import report
-from pyspark_streamtest.core._outcome import NONE, Difference, Field, OffBy, Outcome, Row
+from pyspark_streamtest.core.equality._compare import Comparison, compare
+from pyspark_streamtest.core.equality._diff import report
+from pyspark_streamtest.core.equality._outcome import NONE, Difference, Field, OffBy, Outcome, Row
 
 
 def test_equal_values_pass_in_order_or_ignoring_it():

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from pyspark_streamtest.core._columns import ColumnLines
-from pyspark_streamtest.core._values import StructEncoder
+from pyspark_streamtest.core.columns import ColumnLines
+from pyspark_streamtest.core.values import StructEncoder
 from pyspark_streamtest.errors import StreamTestError
 
 UTC = timezone.utc

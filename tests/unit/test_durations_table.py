@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from _pytest.reports import TestReport
 
-from pyspark_streamtest.core import _costs
+from pyspark_streamtest.core import costs as _costs
 from pyspark_streamtest.plugin._durations import measured, table
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from pyspark_streamtest.kafka import default_partition, deserializer, murmur2, serializer
-from pyspark_streamtest.kafka._broker import normalize_headers
+from pyspark_streamtest.kafka.broker import normalize_headers
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java,
 # testMurmur2): murmur2 of these byte strings as the Java client computes them.

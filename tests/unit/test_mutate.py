@@ -21,10 +21,10 @@ from pyspark_streamtest.errors import (
 )
 from pyspark_streamtest.mutate import Mutant, MutantResult, Score, Site
 from pyspark_streamtest.mutate._duration_texts import Duration, changed, from_millis, parse_duration
-from pyspark_streamtest.mutate._report import RunFacts, hint, terminal_lines, to_json, to_junit
-from pyspark_streamtest.mutate._results import classify, merge
 from pyspark_streamtest.mutate._sites import is_users, users_frame
 from pyspark_streamtest.mutate._sql import Spot, replaced, spots
+from pyspark_streamtest.mutate.report import RunFacts, hint, terminal_lines, to_json, to_junit
+from pyspark_streamtest.mutate.results import classify, merge
 
 US = 1
 MS = 1_000
@@ -368,7 +368,7 @@ def test_the_test_runner_s_files_are_not_the_user_s():
 def test_ours_and_pyspark_s_files_are_not_the_user_s_and_a_test_file_is():
     import pyspark.sql.functions
 
-    import pyspark_streamtest.mutate._mutator as intercept
+    import pyspark_streamtest.mutate.mutator as intercept
 
     assert not is_users(os.path.abspath(intercept.__file__))
     assert not is_users(os.path.abspath(pyspark.sql.functions.__file__))

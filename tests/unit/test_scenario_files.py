@@ -163,7 +163,7 @@ def test_bad_durations_say_how_to_write_one(text):
 
 
 def test_safe_file_name_keeps_only_portable_characters():
-    from pyspark_streamtest.core._files import safe_file_name
+    from pyspark_streamtest.core.files import safe_file_name
 
     assert safe_file_name("tests/a_test.py::test_x[ü 1]") == "tests_a_test.py__test_x___1"
     assert safe_file_name("__") == "_"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from pyspark_streamtest import DEFAULT_START_TIME as T0
-from pyspark_streamtest.core._values import StructEncoder, to_json_line
+from pyspark_streamtest.core.values import StructEncoder, to_json_line
 from pyspark_streamtest.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pyspark.sql import Row
 from pyspark.sql.types import StructType, _parse_datatype_string
 
-from pyspark_streamtest.core._decoding import row_decoder
-from pyspark_streamtest.core._values import StructEncoder, to_json_line
+from pyspark_streamtest.core.decoding import row_decoder
+from pyspark_streamtest.core.values import StructEncoder, to_json_line
 from pyspark_streamtest.errors import (
     NaiveDatetimeError,
     SchemaMismatchError,

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from .._spark.query.plan import plan_facts
-from ..core._attributes import replaced_attribute
+from ..core.attributes import replaced_attribute
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from ._context import AppRun, AppSettings, Declarer
 from ._sinks import AppStreamWriter

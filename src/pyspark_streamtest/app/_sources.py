@@ -13,7 +13,7 @@ from pyspark.sql.types import StructType
 
 from ..errors import TopologyError, UnsupportedAppCallError, hide_our_frames
 from ._context import AppRun, last_segment
-from ._landing import FileDeclarer, lands_files
+from .landing import FileDeclarer, lands_files
 
 __tracebackhide__ = hide_our_frames
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from pyspark.sql.types import StructType
 
 from ..app import App, AppSettings, app_topology, checked_argv, selected_outputs
-from ..app._landing import LandingSettings, checked_land_files
+from ..app.landing import LandingSettings, checked_land_files
 from ..errors import InvalidArgumentError, hide_our_frames
 from .topology import InputSpec
 

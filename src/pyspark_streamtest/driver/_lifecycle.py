@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from .._spark.connect.session import ConnectLink
 from .._spark.query.callbacks import reset_session_thread_connection
 from .._spark.runtime.liveness import jvm_is_gone
-from ..core import _open_drivers
+from ..core import open_drivers as _open_drivers
 from ..core.records import BatchRecord
 from ..core.time import PythonClockFreeze, require_aware, to_ms
 from ..errors import (

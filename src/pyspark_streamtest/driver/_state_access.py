@@ -25,9 +25,9 @@ from ..core.records import (
 )
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
-from ..state._duplicates import evaluate_duplicates
-from ..state._late_evaluated import evaluate_event_times, evaluate_late
-from ..state._reader import (
+from ..state.duplicates import evaluate_duplicates
+from ..state.late_evaluated import evaluate_event_times, evaluate_late
+from ..state.reader import (
     Shape,
     choose_for_variable,
     choose_operator,

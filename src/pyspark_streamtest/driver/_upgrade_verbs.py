@@ -15,7 +15,7 @@ from .._spark.connect.session import ConnectLink
 from .._spark.query.conf import scoped_sql_conf
 from ..app import App, AppSettings, app_topology
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
-from ..kafka._broker import Broker
+from ..kafka.broker import Broker
 from ._time_control import TimeControl
 from .queries import History, Queries
 from .topology import BuiltOutput, InputSpec, TopologyFunction, build_topology, kept_topics_of

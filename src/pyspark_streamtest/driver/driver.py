@@ -27,7 +27,7 @@ from ..core.time import (
     from_ms,
 )
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
-from ..kafka._broker import Broker, kafka_output_records
+from ..kafka.broker import Broker, kafka_output_records
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
 from ._app_verbs import AppVerbs
 from ._fault_verbs import FaultVerbs

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..core._files import safe_file_name
+from ..core.files import safe_file_name
 from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
@@ -260,7 +260,7 @@ def _run(args: Any) -> int:
 
 def _check_determinism(args: Any) -> int:
     from ..reporting.golden import describe_difference
-    from ._load import busy_processes
+    from .load import busy_processes
     from .scenario import ScenarioError, load_scenario, run_scenario, scenario_history
 
     status = 0

@@ -20,10 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core._compare import Comparison
-from ..core._stable import parse_instant, utc_text
-from ..core.equality import compare_values
+from ..core.equality import Comparison, compare_values
 from ..core.records import BatchRecord
+from ..core.stable import parse_instant, utc_text
 from ..core.time import require_aware
 from ..errors import hide_our_frames
 from .scenario_file import (

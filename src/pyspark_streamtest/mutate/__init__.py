@@ -6,8 +6,8 @@ line); a :class:`Mutant` one change of it; a :class:`MutantResult` what became o
 (killed, survived, invalid or unreached); a :class:`Score` the counts."""
 
 from ..errors import hide_our_frames
-from ._results import MutantResult, Score
 from ._sites import Mutant, Site
+from .results import MutantResult, Score
 
 __tracebackhide__ = hide_our_frames
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from ..core._attributes import replaced_attribute as replaced_attribute
+from ..core.attributes import replaced_attribute as replaced_attribute
 from ..errors import hide_our_frames
 from ._sites import Mutant
 

@@ -89,7 +89,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core._files import safe_file_name
+from ..core.files import safe_file_name
 from ..errors import hide_our_frames
 
 # The guards' hooks are this plugin's too (pluggy registers what the module holds).
@@ -394,7 +394,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             "topology_driver fixture; this test does not use it"
         )
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    from ..gates._load import busy_processes
+    from ..gates.load import busy_processes
 
     with busy_processes(int(setting(pyfuncitem.config, "streamtest_cpu_load"))):
         histories = []

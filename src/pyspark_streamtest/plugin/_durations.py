@@ -2,7 +2,7 @@
 
 Like pytest's ``--durations``, a section at the end of the run lists the N slowest tests
 (N = 0: all), each with its wall time (setup, call and teardown) split into what
-:mod:`pyspark_streamtest.core._costs` counts (Spark's micro-batches, query starts and
+:mod:`pyspark_streamtest.core.costs` counts (Spark's micro-batches, query starts and
 stops, state reads) and the rest: the harness, the test's own code, and Spark work
 outside a driver (such as starting the session in the first test of a process). It
 works under pytest-xdist: each worker measures its tests, the report carries the
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..core._costs import KINDS, spent
+from ..core.costs import KINDS, spent
 from ..errors import hide_our_frames
 from ._options import setting
 

@@ -37,7 +37,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     session's JVM has died (naming the test it died in, or the test it died before
     when it died between tests)."""
     __tracebackhide__ = True
-    from ..core import _open_drivers
+    from ..core import open_drivers as _open_drivers
 
     item.stash[_FIRST_SERIAL] = _open_drivers.next_serial()
     if not {"spark", "topology_driver"} & set(getattr(item, "fixturenames", ())):
@@ -59,7 +59,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: Any) -> An
     """Drivers made by a fixture wider than one test belong to that fixture."""
     if fixturedef.scope == "function":
         return (yield)
-    from ..core import _open_drivers
+    from ..core import open_drivers as _open_drivers
 
     with _open_drivers.shared():
         return (yield)
@@ -112,7 +112,7 @@ def _close_left_open(item: pytest.Item) -> list[str]:
     first = item.stash.get(_FIRST_SERIAL, None)
     if first is None:
         return []
-    from ..core import _open_drivers
+    from ..core import open_drivers as _open_drivers
 
     left = _open_drivers.open_since(first)
     names = [repr(driver) for driver in left]

@@ -1,7 +1,7 @@
 """``--streamtest-mutate``: mutation testing of the streaming decisions the tests build.
 
 The run has two phases in each process. First the selected tests run as always, while
-a :class:`~pyspark_streamtest.mutate._mutator.Mutator` records the mutants each
+a :class:`~pyspark_streamtest.mutate.mutator.Mutator` records the mutants each
 test's topologies offer. Then, if every test passed, each mutant (all, or a sample of
 ``--streamtest-mutate-max`` from ``--streamtest-mutate-seed``) runs the tests that
 built its topology again, in this process, on the same Spark session; the first
@@ -97,8 +97,8 @@ class Mutation:
 
     def __init__(self, config: pytest.Config, *, runs: bool, gates: bool,
                  min_score: float | None) -> None:
-        from ..core._build_hook import hooked
-        from ..mutate._mutator import Mutator
+        from ..core.build_hook import hooked
+        from ..mutate.mutator import Mutator
 
         self._config = config
         self._runs = runs
@@ -165,7 +165,7 @@ class Mutation:
         return outcome
 
     def _mutate(self, session: pytest.Session) -> None:
-        from ..mutate._results import merge
+        from ..mutate.results import merge
 
         passed = {test: ids for test, ids in self._reached.items() if test not in self._failed}
         found = {i: self.mutator.found[i].site.topology
@@ -232,8 +232,8 @@ class Mutation:
         """Run ``tests`` with ``mutant`` made, to the first that fails."""
         from _pytest.runner import runtestprotocol
 
-        from ..mutate._mutator import UNSEEN_IN_PLAN
-        from ..mutate._results import MutantResult, classify
+        from ..mutate.mutator import UNSEEN_IN_PLAN
+        from ..mutate.results import MutantResult, classify
 
         result = MutantResult(mutant, "survived")
         before = self._test_seconds
@@ -273,7 +273,7 @@ class Mutation:
     # --- the controller's part: merge, gate, report ---------------------------------------
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: a run without xdist has none
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from ..mutate._results import MutantResult
+        from ..mutate.results import MutantResult
 
         text = getattr(node, "workeroutput", {}).get(_KEY)
         if not text:
@@ -293,8 +293,8 @@ class Mutation:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self._gates:
             return
-        from ..mutate._report import to_json, to_junit
-        from ..mutate._results import Score, merge
+        from ..mutate.report import to_json, to_junit
+        from ..mutate.results import Score, merge
 
         self._results = merge(self._results)
         facts = self._run_facts()
@@ -310,7 +310,7 @@ class Mutation:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _run_facts(self) -> Any:
-        from ..mutate._report import RunFacts
+        from ..mutate.report import RunFacts
 
         return RunFacts(self._facts["found"], self._facts["sampled"], self._seed,
                         self._facts["test_seconds"], self._facts["phase_seconds"],
@@ -319,8 +319,8 @@ class Mutation:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self._gates:
             return
-        from ..mutate._report import terminal_lines
-        from ..mutate._results import Score
+        from ..mutate.report import terminal_lines
+        from ..mutate.results import Score
 
         terminalreporter.section("streamtest mutation")
         if self._facts["not_green"]:

@@ -21,8 +21,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..core._stable import stable_json, utc_text
 from ..core.records import BatchRecord, TestRecord
+from ..core.stable import stable_json, utc_text
 from ..errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames

@@ -34,8 +34,8 @@ from datetime import datetime, timezone
 from typing import Any
 from xml.sax.saxutils import escape
 
-from ..core._stable import stable_json
 from ..core.records import BatchRecord, TestRecord
+from ..core.stable import stable_json
 from ..core.time import from_ms, to_ms
 from ..errors import InvalidArgumentError, hide_our_frames
 

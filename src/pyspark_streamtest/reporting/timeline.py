@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core._stable import stable_json
 from ..core.records import BatchRecord, TestRecord
+from ..core.stable import stable_json
 from ..core.time import format_time
 from ..errors import InvalidArgumentError, hide_our_frames
 from ..kafka.serdes import Deserializer, DeserializerSpec, deserializer

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from ..core._values import INT_RANGES
 from ..core.time import DEFAULT_START_TIME, EPOCH
+from ..core.values import INT_RANGES
 from ..errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,

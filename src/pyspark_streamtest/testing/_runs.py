@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.errors import InvalidArgument
 
-from ..core import _open_drivers
+from ..core import open_drivers as _open_drivers
 from ..core.records import BatchRecord
 from ..driver import TopologyTestDriver
 from ..errors import hide_our_frames

@@ -9,9 +9,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..core._stable import stable_json, utc_text
 from ..core.equality import OutputMismatchError, assert_values_equal
 from ..core.records import BatchRecord, TestRecord
+from ..core.stable import stable_json, utc_text
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
 from .model import Event, ModelBatch, Schedule, last_values
 

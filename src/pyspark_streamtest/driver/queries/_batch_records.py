@@ -12,7 +12,7 @@ from ..._spark.query.start import last_progress
 from ..._spark.query.watermark import progress_watermark
 from ...core.records import BatchRecord, LazyComputed, TestRecord
 from ...errors import hide_our_frames
-from ...kafka._broker import Broker, kafka_output_records
+from ...kafka.broker import Broker, kafka_output_records
 
 __tracebackhide__ = hide_our_frames
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..._spark.jvm import JavaObject, Jvm
+from ..._spark.query.checkpoints.incompatible import incompatibility
 from ..._spark.query.conf import scoped_sql_conf
-from ..._spark.query.incompatible import incompatibility
 from ..._spark.query.late_rows import replay_error
 from ..._spark.query.plan import analyzed_plan, plan_facts
 from ..._spark.runtime import warm_jvm

@@ -1,6 +1,6 @@
 """Records piped to a query, kept in the chunks they were piped in.
 
-A bulk pipe of plain tuples (:mod:`pyspark_streamtest.core._columns`) hands its rows to
+A bulk pipe of plain tuples (:mod:`pyspark_streamtest.core.columns`) hands its rows to
 the sources as JSON lines at once, but builds its :class:`TestRecord` values only when
 something reads them: a batch's ``input_records``, late-record evaluation, a retry after
 a failure. A 100k-row batch that nobody inspects then costs no records at all. The

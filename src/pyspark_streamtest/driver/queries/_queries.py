@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..._spark.jvm import Jvm
-from ...core._files import safe_file_name
+from ...core.files import safe_file_name
 from ...core.query_names import ALONE_SUFFIX
 from ...core.records import BatchRecord, TestRecord
 from ...errors import (
@@ -25,7 +25,7 @@ from ...errors import (
     UnknownTopicError,
     hide_our_frames,
 )
-from ...kafka._broker import Broker
+from ...kafka.broker import Broker
 from ..topology import BuiltOutput, landing_dirs, temp_root
 from ._backfill import run_backfill
 from ._runner import QueryRunner

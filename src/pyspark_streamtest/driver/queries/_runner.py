@@ -16,11 +16,11 @@ from typing import Any
 from ..._spark.jvm import JavaObject, Jvm, java_error_text
 from ..._spark.query import clock as _clock
 from ..._spark.query.callbacks import CallbackConnections, forget_proxies
-from ..._spark.query.checkpoint import local_checkpoint_conf
+from ..._spark.query.checkpoints.offset_log import last_committed, last_logged, logged_batch
+from ..._spark.query.checkpoints.settings import local_checkpoint_conf
 from ..._spark.query.conf import scoped_sql_conf
 from ..._spark.query.file_source import read_failure_text
 from ..._spark.query.late_rows import OperatorInput, Reached, rows_reaching
-from ..._spark.query.offset_log import last_committed, last_logged, logged_batch
 from ..._spark.query.plan import LateRule
 from ..._spark.query.providers import unload_providers
 from ..._spark.query.python_traceback import without_pyspark_frames
@@ -32,14 +32,14 @@ from ..._spark.query.start import (
     stream_execution,
 )
 from ..._spark.query.watermark import ShadowWatermark, force_query_watermark, query_watermark_ms
-from ...core._costs import count_batches, spending
-from ...core._decoding import row_decoder
+from ...core.costs import count_batches, spending
+from ...core.decoding import row_decoder
 from ...core.query_names import ALONE_SUFFIX, QUERY_PREFIX
 from ...core.records import BatchRecord, LazyComputed, TestRecord
 from ...core.time import EPOCH, from_ms, to_ms
 from ...errors import StepTimeoutError, TopologyError, hide_our_frames
-from ...kafka._broker import Broker
-from ...state._late import late_records
+from ...kafka.broker import Broker
+from ...state.late import late_records
 from ..oracle import OracleQuery, oracle_enabled
 from ..topology import BuiltOutput, LandedInputs
 from . import _batch_records as batch_records

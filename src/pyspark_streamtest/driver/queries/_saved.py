@@ -17,7 +17,7 @@ from typing import Any
 
 from pyspark import __version__ as pyspark_version
 
-from ...core._files import safe_file_name
+from ...core.files import safe_file_name
 from ...core.query_names import ALONE_SUFFIX
 from ...core.time import DEFAULT_START_TIME, from_ms, require_aware, to_ms
 from ...errors import (

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from ...core._columns import ColumnLines
+from ...core.columns import ColumnLines
 from ...core.records import TestRecord
 from ...core.time import (
     duration_ms,
@@ -24,7 +24,7 @@ from ...errors import (
     StreamTestError,
     hide_our_frames,
 )
-from ...kafka._broker import Broker, SerializedRecord, normalize_headers, place_input_records
+from ...kafka.broker import Broker, SerializedRecord, normalize_headers, place_input_records
 from ...kafka.serdes import LOG_APPEND_TIME, Serializer
 from ..queries import RecordBlock
 from ..topology import InputSpec, LandingDir
@@ -275,7 +275,7 @@ class TestInputTopic:
         self._pipe_many([(None, v) for v in values], start_timestamp, advance, keyed=False)
 
     def _pipe_columns(self, values: list[Any]) -> bool:
-        """The bulk fast path (:mod:`pyspark_streamtest.core._columns`) for whole tuples
+        """The bulk fast path (:mod:`pyspark_streamtest.core.columns`) for whole tuples
         of a plain input: True if it piped ``values``, False to take the per-row path
         (which gives the same lines and records, or the precise error)."""
         spec = self._spec

@@ -12,8 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...core._compare import Comparison
-from ...core.equality import compare_values
+from ...core.equality import Comparison, compare_values
 from ...core.records import BatchRecord, KeyValue, TestRecord
 from ...errors import (
     DeserializationError,

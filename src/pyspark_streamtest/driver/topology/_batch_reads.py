@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
-from ...core._attributes import replaced_attribute
+from ...core.attributes import replaced_attribute
 from ...errors import UnsupportedAppCallError, hide_our_frames
-from ...kafka._broker import KeptRecord
+from ...kafka.broker import KeptRecord
 from ...kafka.serdes import KAFKA_HEADERS_TYPE, KAFKA_SOURCE_SCHEMA
 
 __tracebackhide__ = hide_our_frames

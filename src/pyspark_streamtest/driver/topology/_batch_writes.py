@@ -26,10 +26,10 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from ..._spark.query.sink import InjectedCrashError
-from ...core._attributes import replaced_attribute
+from ...core.attributes import replaced_attribute
 from ...errors import TopologyError, hide_our_frames
-from ...kafka._broker import KeptRecord
-from ...kafka._shapes import kafka_sink_frame
+from ...kafka.broker import KeptRecord
+from ...kafka.shapes import kafka_sink_frame
 from ._batch_reads import ChainedOptions, KafkaTopics, kafka_batch_reads
 
 __tracebackhide__ = hide_our_frames

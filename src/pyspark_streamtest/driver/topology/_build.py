@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from ..._spark.connect.session import ConnectLink
 from ..._spark.jvm import Jvm
-from ...core._build_hook import build_hook
+from ...core.build_hook import build_hook
 from ...errors import TopologyError, hide_our_frames
 from ._batch_reads import KafkaTopics
 from ._landing import LandingSource, landing_dirs

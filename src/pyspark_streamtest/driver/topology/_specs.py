@@ -15,10 +15,10 @@ from pyspark.sql.types import StructType, _parse_datatype_string
 from ..._spark.query.late_rows import LateOperator
 from ..._spark.query.memory_stream import JsonMemoryStream
 from ..._spark.query.plan import LateRule
-from ...core._values import StructEncoder
+from ...core.values import StructEncoder
 from ...errors import TopologyError, hide_our_frames
-from ...kafka._shapes import KafkaInput, KafkaOutput
 from ...kafka.admission import ReadLimit
+from ...kafka.shapes import KafkaInput, KafkaOutput
 from ._batch_writes import BatchWrites
 from ._landing import FileSource, LandingSource
 

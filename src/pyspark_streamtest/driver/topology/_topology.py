@@ -39,15 +39,14 @@ from ..._spark.query.late_rows import late_operators
 from ..._spark.query.memory_stream import JsonMemoryStream
 from ..._spark.query.plan import column_expr_id, late_rule_for, plan_facts, plan_shape
 from ..._spark.query.start import processing_time_ms
-from ...core._build_hook import build_hook
-from ...core._values import StructEncoder
+from ...core.build_hook import build_hook
 from ...core.time import duration_ms
+from ...core.values import StructEncoder
 from ...errors import (
     TopologyError,
     UnsupportedSchemaError,
     hide_our_frames,
 )
-from ...kafka._shapes import KafkaInput, kafka_sink_frame
 from ...kafka.admission import DEFAULT_MAX_TRIGGER_DELAY_MS, ReadLimit
 from ...kafka.serdes import (
     CREATE_TIME,
@@ -56,6 +55,7 @@ from ...kafka.serdes import (
     LOG_APPEND_TIME,
     TimestampTypeName,
 )
+from ...kafka.shapes import KafkaInput, kafka_sink_frame
 from ._batch_reads import KafkaTopics
 from ._batch_writes import BatchWrites
 from ._landing import file_source

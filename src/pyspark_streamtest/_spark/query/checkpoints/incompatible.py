@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ...errors import hide_our_frames
+from ....errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 

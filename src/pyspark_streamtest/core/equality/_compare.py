@@ -15,10 +15,10 @@ from itertools import zip_longest
 from numbers import Real
 from typing import Any
 
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from ...errors import InvalidArgumentError, InvalidArgumentTypeError, hide_our_frames
+from ..stable import plain, stable_json
 from ._outcome import NONE, Difference, Field, OffBy, Outcome, Row
 from ._shown import is_approx, text_of
-from ._stable import plain, stable_json
 
 __tracebackhide__ = hide_our_frames
 

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from ...errors import hide_our_frames
+from ....errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 

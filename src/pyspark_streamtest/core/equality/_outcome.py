@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..errors import hide_our_frames
+from ...errors import hide_our_frames
 
 __tracebackhide__ = hide_our_frames
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from itertools import zip_longest
 from typing import Any
 
-from ..errors import hide_our_frames
+from ...errors import hide_our_frames
 from ._outcome import NONE, Difference, OffBy, Outcome, Row
 from ._shown import text_of
 

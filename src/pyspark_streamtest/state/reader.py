@@ -32,7 +32,7 @@ from .._spark.query.tws_metadata import (
     ttl_inner_type,
     variable_schema,
 )
-from ..core._costs import spending
+from ..core.costs import spending
 from ..core.time import utc_from_micros
 from ..errors import InvalidArgumentError, StateStoreError, hide_our_frames
 from .views import (

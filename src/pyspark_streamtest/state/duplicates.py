@@ -13,7 +13,7 @@ from .._spark.query.late_rows import DedupOperator, OperatorInput, Reached
 from ..core.records import BatchRecord, DuplicateRecord, TestRecord, dropped_duplicates
 from ..core.time import EPOCH
 from ..errors import InvalidArgumentError, hide_our_frames
-from ._late_evaluated import tagged_lines
+from .late_evaluated import tagged_lines
 from .views import StateStoreView, _hashable
 
 __tracebackhide__ = hide_our_frames

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import hide_our_frames
-from ._stable import stable_json
+from ...errors import hide_our_frames
+from ..stable import stable_json
 
 __tracebackhide__ = hide_our_frames
 

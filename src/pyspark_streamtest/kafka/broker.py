@@ -16,8 +16,8 @@ from typing import Any
 
 from pyspark.sql.types import TimestampType
 
-from ..core._values import encoder_for
 from ..core.records import TestRecord
+from ..core.values import encoder_for
 from ..errors import InvalidArgumentTypeError, SchemaMismatchError, hide_our_frames
 from .serdes import default_partition
 

@@ -24,7 +24,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core._build_hook import BuildHook
+from ..core.build_hook import BuildHook
 from ..errors import hide_our_frames
 from ._duration_texts import changed, from_millis, parse_duration
 from ._patching import rebind, replaced_attribute, retitled, unpatched

@@ -5,7 +5,7 @@ one item per column, and every column is of a type whose usual values have a che
 a JSON form that run in C (STRING, the integer types, DOUBLE, BOOLEAN, TIMESTAMP), the
 rows are checked a column at a time (``map``, ``min``, ``max`` over the column) and each
 line is one ``%`` format of a template. The text is exactly what
-:meth:`~pyspark_streamtest.core._values.StructEncoder.json_line` writes for each row.
+:meth:`~pyspark_streamtest.core.values.StructEncoder.json_line` writes for each row.
 
 Any column that fails its quick check (a None, a value of another type or out of its
 type's range, a string that is not ASCII, a timestamp not in UTC or in the first or last
@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from ..errors import hide_our_frames
-from ._values import INT_RANGES
+from .values import INT_RANGES
 
 __tracebackhide__ = hide_our_frames
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import hide_our_frames
 from ._duration_texts import Duration, durations_in, parse_duration
-from ._results import MutantResult, Score
+from .results import MutantResult, Score
 
 __tracebackhide__ = hide_our_frames
 

@@ -29,9 +29,9 @@ RocksDB state store, for one) casts the result to ``LocalFileSystem`` and fails.
 
 from __future__ import annotations
 
-from ...errors import hide_our_frames
-from ..jvm import Jvm
-from ..versions import capabilities
+from ....errors import hide_our_frames
+from ...jvm import Jvm
+from ...versions import capabilities
 
 __tracebackhide__ = hide_our_frames
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from ..errors import hide_our_frames
+from ...errors import hide_our_frames
 from ._compare import Comparison, compare
 from ._diff import report
 
