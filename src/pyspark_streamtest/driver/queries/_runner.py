@@ -59,9 +59,9 @@ class QueryRunner:
     the callback connections of its stream thread, the watermark it reads and forces),
     what its sources are handed (the feed: piped records queued until a trigger, the
     landed files, a failed batch's records kept for the retry), the injected crash armed
-    for its next batch, and its oracle twin when the oracle is on. Each trigger it
-    finishes becomes a :class:`BatchRecord` (``_batch_records``); it keeps no history:
-    the driver's :class:`History` does."""
+    for its next batch, and its :class:`OracleQuery` (the same output run by Spark alone)
+    when the oracle is on. Each trigger it finishes becomes a :class:`BatchRecord`
+    (``_batch_records``); it keeps no history: the driver's :class:`History` does."""
 
     def __init__(
         self, jvm: Jvm, built: BuiltOutput, checkpoint: str, trigger_interval_ms: int,
