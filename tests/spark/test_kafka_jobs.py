@@ -1,8 +1,10 @@
 """Kafka jobs as production runs them (issue 58): the Kafka source's admission control
 (``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``, ``maxTriggerDelay``), backfills
 that end (``availableNow``, ``once``), the job's command line and the triggers the
-driver refuses. The batches expected are the ones Spark's Kafka source makes, by its
-rules (see ``tests/unit/test_admission.py`` for the cases ported from Spark's suites)."""
+driver refuses, and ``assign``. The batches expected are the ones Spark's Kafka source
+makes, by its rules (the cases ported from Spark's suites run through real queries in
+``tests/spark/parity/test_kafka_micro_batch_source_suite.py``; their arithmetic alone in
+``tests/unit/test_admission.py``)."""
 
 from __future__ import annotations
 
@@ -269,6 +271,88 @@ def test_min_above_max_offsets_is_refused(spark):
 
     with pytest.raises(UnsupportedAppCallError, match=r"minOffsetsPerTrigger=10 above"):
         TopologyTestDriver.from_app(job, spark=spark)
+
+
+def assigned_job(assign: str, limit: int | None = None):
+    def job(spark: SparkSession) -> None:
+        reader = spark.readStream.format("kafka").option("assign", assign)
+        if limit is not None:
+            reader = reader.option("maxOffsetsPerTrigger", limit)
+        reader.load().writeStream.format("memory").queryName("events").start()
+    return job
+
+
+def test_an_assigned_source_reads_its_partitions_and_shares_the_limit_over_their_backlog(spark):
+    """``assign`` {"events": [0, 2]} on a topic of 3 partitions: what is piped to
+    partition 1 takes its offsets but is never read, and the limit of 20 is shared over
+    the backlog of 0 and 2 alone (30 and 10: 15 + 5, then the 15 + 5 left), not over
+    all three (30, 20, 10 would take 10 + 6 + 3)."""
+    job = assigned_job('{"events": [0, 2]}', limit=20)
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0,
+                                     partitions={"events": 3}) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        for partition, count in ((0, 30), (1, 20), (2, 10)):
+            for i in range(count):
+                events.pipe_input(None, f"{partition}-{i}", partition=partition)
+        ran = driver.process_all_available()
+        counts = [[sum(1 for r in b.input_records if r.partition == p) for p in range(3)]
+                  for b in ran]
+        assert counts == [[15, 0, 5], [15, 0, 5]]
+        assert [r.offset for b in ran for r in b.input_records if r.partition == 2] == list(
+            range(10))
+        events.pipe_input(None, "1-late", partition=1)
+        assert driver.process_all_available() == []
+        events.pipe_input(None, "2-next", partition=2)
+        assert [values(b) for b in driver.process_all_available()] == [["2-next"]]
+
+
+def test_an_assigned_topic_has_the_partitions_the_job_names_unless_told_otherwise(spark):
+    job = assigned_job('{"events": [1]}')
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        events.pipe_input(None, "zero", partition=0)
+        events.pipe_input(None, "one", partition=1)
+        ran = driver.process_all_available()
+        assert [[(r.partition, r.value) for r in b.input_records] for b in ran] == [
+            [(1, "one")]]
+
+
+@pytest.mark.parametrize(("assign", "partitions", "message"), [
+    ('{"events": [0, 3]}', {"events": 2},
+     r"assigns partitions \[0, 3\] of 'events', which has 2 here.*at least 4"),
+    ("events-0", {}, r"assign='events-0'.*JSON object"),
+    ('{"events": [0, -1]}', {}, r"JSON object of topics and their partitions"),
+    ('{"events": []}', {}, r"assigns no partition of 'events'"),
+], ids=["missing-partition", "not-json", "negative", "empty"])
+def test_assignments_spark_cannot_read_are_refused(spark, assign, partitions, message):
+    with pytest.raises(UnsupportedAppCallError, match=message):
+        TopologyTestDriver.from_app(assigned_job(assign), spark=spark, partitions=partitions)
+
+
+def assigned_topology(t: Topology) -> None:
+    events = t.kafka_input("events", partitions=3, assign=[2, 0])
+    t.output("out", events.select(F.col("value").cast("string").alias("v"), "partition"))
+
+
+def test_a_topology_s_kafka_input_reads_only_the_partitions_assigned(topology_driver):
+    driver = topology_driver(assigned_topology)
+    events = driver.create_input_topic("events", value_serializer="string")
+    for i in range(4):
+        for partition in range(3):
+            events.pipe_input(None, f"{partition}-{i}", partition=partition)
+    driver.process_all_available()
+    rows = driver.create_output_topic("out").read_values_to_list()
+    assert sorted((row["partition"], row["v"]) for row in rows) == [
+        (p, f"{p}-{i}") for p in (0, 2) for i in range(4)]
+
+
+@pytest.mark.parametrize("assign", [[3], [], "0", [True]])
+def test_a_topology_s_assignment_outside_the_topic_is_refused(spark, assign):
+    def topology(t: Topology) -> None:
+        t.output("out", t.kafka_input("events", partitions=3, assign=assign))
+
+    with pytest.raises(TopologyError, match=r"assign must"):
+        TopologyTestDriver(topology, spark=spark)
 
 
 def fan_out(batch, batch_id) -> None:

@@ -4,7 +4,7 @@ test's settings, and the names given so far."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,7 +40,7 @@ class Declarer(Protocol):
     def kafka_input(
         self, name: str, *, partitions: int = 1, include_headers: bool = False,
         max_offsets_per_trigger: int | None = None, min_offsets_per_trigger: int | None = None,
-        max_trigger_delay: timedelta | None = None,
+        max_trigger_delay: timedelta | None = None, assign: Collection[int] | None = None,
     ) -> DataFrame: ...
 
     def output(self, name: str, df: DataFrame, *, output_mode: Mode = "append") -> None: ...

@@ -123,6 +123,7 @@ class AppStreamReader:
     # --- sources ------------------------------------------------------------------------------
     def _kafka(self) -> DataFrame:
         topics = self._topics()
+        assigned = self._assigned()
         headers = self._options.get("includeHeaders", "false").lower() == "true"
         limits = self._kafka_limits()
         frames = []
@@ -130,11 +131,14 @@ class AppStreamReader:
         for topic in topics:
             name = self._run.input_name(topic, topic)
             names.append(name)
+            parts = assigned.get(topic)
+            partitions = self._partitions(name, topic, parts)
             frames.append(self._once(
-                name, ("kafka", headers, tuple(sorted(limits.items(), key=str))),
-                lambda name=name: self._run.declarer.kafka_input(
-                    name, partitions=self._run.settings.partitions.get(name, 1),
-                    include_headers=headers, **limits),
+                name, ("kafka", headers, tuple(sorted(limits.items(), key=str)), parts),
+                lambda name=name, parts=parts, partitions=partitions:
+                    self._run.declarer.kafka_input(
+                        name, partitions=partitions, include_headers=headers,
+                        assign=parts, **limits),
             ))
         if limits and len(names) > 1:  # one source: its topics share the limits
             self._run.declarer._share_read_limit(names)
@@ -172,6 +176,29 @@ class AppStreamReader:
                 f"maxOffsetsPerTrigger={maximum}; Spark refuses it too")
         return limits
 
+    def _assigned(self) -> dict[str, tuple[int, ...]]:
+        """The partitions an ``assign`` option names, by topic (``{"t": [0, 2]}``)."""
+        if "assign" not in self._options:
+            return {}
+        return {topic: tuple(sorted(set(parts)))
+                for topic, parts in _assign_json(self._options["assign"]).items()}
+
+    def _partitions(self, name: str, topic: str, assigned: tuple[int, ...] | None) -> int:
+        """The topic's partition count: ``from_app(partitions=)``, else enough for the
+        partitions the job assigns (the production topic has at least those), else 1."""
+        given = self._run.settings.partitions.get(name)
+        if assigned is None:
+            return 1 if given is None else given
+        if given is None:
+            return max(assigned) + 1
+        if max(assigned) >= given:
+            raise UnsupportedAppCallError(
+                f"the job's kafka source assigns partitions {list(assigned)} of {topic!r}, "
+                f"which has {given} here (from_app(partitions={{{name!r}: {given}}})): Spark "
+                "fails a query assigned a partition its topic does not have; give the topic "
+                f"at least {max(assigned) + 1} partitions")
+        return given
+
     def _topics(self) -> list[str]:
         options = self._options
         given = [key for key in ("subscribe", "subscribePattern", "assign") if key in options]
@@ -183,7 +210,7 @@ class AppStreamReader:
         if "subscribe" in options:
             topics = [t.strip() for t in options["subscribe"].split(",") if t.strip()]
         elif "assign" in options:
-            topics = list(json.loads(options["assign"]))
+            topics = list(_assign_json(options["assign"]))
         else:
             pattern = options["subscribePattern"]
             if not self._run.settings.topics:
@@ -287,6 +314,29 @@ class AppStreamReader:
                     "cannot honour it. Pipe as many records per step as one batch should "
                     f"take, and pass from_app(..., ignore_options={{{option!r}}})"
                 )
+
+
+def _assign_json(text: str) -> dict[str, list[int]]:
+    """The ``assign`` option as Spark reads it: a JSON object of topic -> partitions."""
+    try:
+        assigned = json.loads(text)
+    except ValueError:
+        assigned = None
+    if not isinstance(assigned, dict) or not assigned or not all(
+            isinstance(parts, list) and all(
+                isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in parts)
+            for parts in assigned.values()):
+        raise UnsupportedAppCallError(
+            f"the job's kafka source sets assign={text!r}: Spark reads it as a JSON object "
+            'of topics and their partitions, such as {"orders": [0, 2]}, and fails the '
+            "query on anything else")
+    empty = [str(topic) for topic, parts in assigned.items() if not parts]
+    if empty:
+        raise UnsupportedAppCallError(
+            f"the job's kafka source assigns no partition of {', '.join(map(repr, empty))}: "
+            "its query would read nothing of it; name the partitions to read, or leave the "
+            "topic out of assign")
+    return {str(topic): parts for topic, parts in assigned.items()}
 
 
 def _time_string_ms(option: str, text: str) -> int:

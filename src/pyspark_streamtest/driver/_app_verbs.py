@@ -57,8 +57,10 @@ class AppVerbs:
         ``inputs`` renames sources (topic, path, table, ``"rate"``, ``"socket"`` ->
         input name); ``topics`` lists the topics a ``subscribePattern`` may match;
         ``schemas`` gives the schema of a table or path the job reads without stating
-        one; ``ignore_options`` lets the job's rate limits (``maxOffsetsPerTrigger``...)
-        through, unhonoured. ``trigger_interval=None`` steps the queries on the job's
+        one; ``ignore_options`` lets a file source's rate limits (``maxFilesPerTrigger``,
+        ``maxBytesPerTrigger``) on piped rows through, unhonoured (a Kafka source's
+        ``maxOffsetsPerTrigger`` and its kin are honoured as Spark honours them, or
+        left out when named here). ``trigger_interval=None`` steps the queries on the job's
         own ``trigger(processingTime=...)`` (1 s without one). ``outputs`` runs only
         the queries with those output names: the others are not started, an input only
         they read refuses a handle (``UnknownTopicError`` naming them), and a name the

@@ -20,6 +20,8 @@ class KafkaInput:
     partitions: int
     include_headers: bool
     timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+    assigned: frozenset[int] | None = None
+    """The partitions the queries read (Kafka's ``assign``); None: every partition."""
 
 
 @dataclass(frozen=True)

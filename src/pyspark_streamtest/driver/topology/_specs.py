@@ -5,7 +5,7 @@ about watermarks and late rows); and the checks of a declared name and schema.""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -128,3 +128,22 @@ def _as_struct(schema: object, name: str) -> StructType:
         f"input {name!r}: schema must be a DDL string such as 'user STRING, ts TIMESTAMP' or a "
         f"StructType, got {schema!r}"
     )
+
+
+def _assigned(name: str, partitions: int, assign: Collection[int] | None) -> frozenset[int] | None:
+    """``assign`` as the set of partitions read, checked against the topic's count."""
+    if assign is None:
+        return None
+    if isinstance(assign, (str, bytes)) or not isinstance(assign, Collection):
+        raise TopologyError(
+            f"kafka input {name!r}: assign must be a collection of partition numbers, "
+            f"got {assign!r}")
+    chosen = list(assign)
+    wrong = [p for p in chosen
+             if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < partitions]
+    if wrong or not chosen:
+        raise TopologyError(
+            f"kafka input {name!r}: assign must name partitions in [0, {partitions}) (the "
+            f"topic has {partitions}); got {list(assign)!r}. Spark fails a query that is "
+            "assigned a partition the topic does not have, and reads nothing of none")
+    return frozenset(chosen)

@@ -19,7 +19,7 @@ it serves any number of queries, each reading the files from its own checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import timedelta
@@ -61,7 +61,7 @@ from ._batch_writes import BatchWrites
 from ._landing import file_source
 from ._specs import BuiltOutput as BuiltOutput
 from ._specs import InputSpec as InputSpec
-from ._specs import Source, _as_struct, _check_name
+from ._specs import Source, _as_struct, _assigned, _check_name
 from ._specs import _OutputSpec as _OutputSpec
 
 __tracebackhide__ = hide_our_frames
@@ -173,6 +173,7 @@ class Topology:
         max_offsets_per_trigger: int | None = None,
         min_offsets_per_trigger: int | None = None,
         max_trigger_delay: timedelta | None = None,
+        assign: Collection[int] | None = None,
     ) -> DataFrame:
         """Declare a Kafka topic ``name`` as input and return what
         ``spark.readStream.format("kafka").option("subscribe", name).load()`` returns.
@@ -202,6 +203,13 @@ class Topology:
         ``max_trigger_delay`` has passed since the last trigger that was not (measured
         on the driver's processing time). What a batch leaves waits for the next
         trigger. See :mod:`pyspark_streamtest.kafka.admission`.
+
+        ``assign`` lists the partitions the queries read, as the Kafka source's
+        ``assign`` option does (``{"name": [0, 2]}``): a record piped to another
+        partition still takes its offset there (a bounded ``spark.read`` of the topic
+        sees it) but no query reads it, and read limits share out the backlog of the
+        assigned partitions only. None (the default) reads every partition, as
+        ``subscribe`` does.
         """
         _check_name(name, "input")
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
@@ -223,7 +231,8 @@ class Topology:
         struct = KAFKA_SOURCE_SCHEMA
         if include_headers:
             struct = StructType([*struct.fields, StructField("headers", KAFKA_HEADERS_TYPE)])
-        kafka = KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type])
+        kafka = KafkaInput(partitions, bool(include_headers), _TIMESTAMP_TYPES[timestamp_type],
+                           _assigned(name, partitions, assign))
         return self._declare_input(name, struct, "timestamp", kafka,
                                    read_limit=limit if limit.limits else None)
 
@@ -486,3 +495,4 @@ class Topology:
 TopologyFunction = Callable[[Topology], None]
 
 _TIMESTAMP_TYPES = {"CreateTime": CREATE_TIME, "LogAppendTime": LOG_APPEND_TIME}
+
