@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,6 +20,7 @@ from pyspark.sql.types import StructField, StructType, TimestampType
 from pyspark_streamtest import (
     BackfillNeverEndsError,
     DriverStoppedError,
+    Feature,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     StreamingQueryFailedError,
@@ -29,7 +30,10 @@ from pyspark_streamtest import (
     UnsupportedAppCallError,
 )
 from pyspark_streamtest._spark.versions import pyspark_version_tuple
+from pyspark_streamtest.state import Window
 from tests.helpers import T0, at
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def values(batch) -> list[str]:
@@ -197,6 +201,57 @@ def test_an_available_now_backfill_reads_its_backlog_in_limited_batches_then_end
         assert sorted(counts.read_values_to_list(), key=lambda v: v["window"]["start"]) == [
             {"window": {"start": at(20), "end": at(30)}, "count": 2},
             {"window": {"start": at(30), "end": at(40)}, "count": 1}]
+
+
+@pytest.mark.streamtest_requires(Feature.STATE_STORE_READS)
+def test_what_an_ended_backfill_leaves_is_readable_after_its_end(spark):
+    """State, watermark, late records and history stay the driver's to read once an
+    ``availableNow`` query has ended. The limit of 3 makes the record at 3 s a batch
+    of its own, the fourth: Spark drops a row as late by the watermark of the batch
+    before (15 s, after 25 s was seen), so it is late there, though it would not have
+    been in the third batch (whose previous watermark was 0 s)."""
+    with TopologyTestDriver.from_app(backfill, spark=spark, start_time=T0,
+                                     argv=["--trigger", "availableNow"]) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        for second in (0, 5, 10, 15, 20, 25, 30, 35, 40, 3):
+            events.pipe_input(None, str(second), timestamp=at(second))
+        ran = driver.restart()
+        assert [(b.num_input_rows, b.watermark, b.num_rows_dropped_by_watermark)
+                for b in ran] == [(3, EPOCH, 0), (3, at(0), 0), (3, at(15), 0), (1, at(30), 1)]
+        assert not driver.is_running and driver.ended_outputs == ("counts",)
+        assert driver.watermark("counts") == at(30)
+        (late,) = driver.late_records("counts")
+        assert (late.record.value, late.batch_id, late.watermark) == ("3", 3, at(15))
+        assert [(e.window, e.value) for e in driver.get_window_store("counts").all()] == [
+            (Window(at(30), at(40)), {"count": 2}), (Window(at(40), at(50)), {"count": 1})]
+        assert [(e.window, e.value)
+                for e in driver.get_window_store("counts", batch_id=1).all()] == [
+            (Window(at(0), at(10)), {"count": 2}), (Window(at(10), at(20)), {"count": 2}),
+            (Window(at(20), at(30)), {"count": 2})]
+        assert [b.batch_id for b in driver.batches] == [0, 1, 2, 3]
+        with pytest.raises(DriverStoppedError, match=r"every query of the driver has ended.*restart\(\)"):
+            driver.advance_watermark_to(at(60), output="counts")
+        assert driver.watermark("counts") == at(30)
+
+
+def held_back_backfill(spark: SparkSession) -> None:
+    (spark.readStream.format("kafka").option("subscribe", "events")
+     .option("minOffsetsPerTrigger", 3).option("maxOffsetsPerTrigger", 5).load()
+     .writeStream.format("memory").queryName("events").trigger(availableNow=True).start())
+
+
+def test_an_available_now_backfill_ends_with_a_backlog_below_the_minimum_unread(spark):
+    """Spark's ``KafkaMicroBatchStream`` has no special case for ``AvailableNow`` in
+    its ``minOffsetsPerTrigger`` rule: 7 records, a maximum of 5 and a minimum of 3
+    make one batch of 5; the 2 left are fewer than the minimum and the delay has not
+    passed, so the next trigger constructs nothing and the query ends. The next run's
+    first trigger is let through (its count starts again) and reads them."""
+    with TopologyTestDriver.from_app(held_back_backfill, spark=spark, start_time=T0) as driver:
+        events = driver.create_input_topic("events", value_serializer="string")
+        events.pipe_value_list([str(i) for i in range(7)])
+        assert [values(b) for b in driver.restart()] == [["0", "1", "2", "3", "4"]]
+        assert driver.ended_outputs == ("events",)
+        assert [values(b) for b in driver.restart()] == [["5", "6"]]
 
 
 def test_a_once_backfill_reads_everything_in_one_batch_whatever_the_limit(spark):
