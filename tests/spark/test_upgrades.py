@@ -302,6 +302,23 @@ def test_another_stateful_operator_is_refused_from_spark_4(topology_driver):
         "dedupe: removed stateStoreSave; added dedupe")
 
 
+@pytest.mark.skipif(SPARK_3, reason="Spark 3.5 keeps no operator metadata to compare")
+def test_a_stateful_operator_removed_with_nothing_added_is_said_so(topology_driver):
+    """The issue's case: the new version only drops the deduplication before the count;
+    the summary says what was removed, not that one operator became the other."""
+    def deduplicated_counts(t: Topology) -> None:
+        counts = _clicks(t).dropDuplicates(["user", "url"]).groupBy("user").count()
+        t.output("counts", counts, output_mode="update")
+
+    driver = topology_driver(deduplicated_counts)
+    with pytest.raises(IncompatibleCheckpointError, match="stateful operator") as refused:
+        _count_then(driver, counts_per_user)
+    assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in refused.value.cause
+    assert refused.value.operator == (
+        "the checkpoint's stateful operators are stateStoreSave, dedupe, the new version's "
+        "stateStoreSave: removed dedupe")
+
+
 def test_another_input_in_a_query_is_refused(topology_driver):
     def two_inputs(t: Topology) -> None:
         more = t.input("more", schema=SCHEMA, timestamp_column="ts")
