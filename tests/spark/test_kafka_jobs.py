@@ -480,6 +480,24 @@ def test_a_kafka_write_without_a_topic_fails_the_batch_as_spark_s_sink_does(spar
             driver.advance_wall_clock(timedelta(seconds=1))
 
 
+@pytest.mark.parametrize("how", ["mode", "save"])
+@pytest.mark.parametrize("mode", ["overwrite", "Ignore"])
+def test_a_kafka_write_in_a_save_mode_spark_s_sink_refuses_fails_the_batch(spark, mode, how):
+    def overwrite(batch, batch_id) -> None:
+        writer = batch.select("value").write.format("kafka").option("topic", "audit")
+        writer.mode(mode).save() if how == "mode" else writer.save(mode=mode)
+
+    def job(spark: SparkSession) -> None:
+        (spark.readStream.format("kafka").option("subscribe", "events").load()
+         .writeStream.foreachBatch(overwrite).start())
+
+    with TopologyTestDriver.from_app(job, spark=spark, start_time=T0) as driver:
+        driver.create_input_topic("events", value_serializer="string").pipe_input(None, "x")
+        with pytest.raises(StreamingQueryFailedError,
+                           match=rf"save mode '{mode}'.*not allowed for Kafka"):
+            driver.advance_wall_clock(timedelta(seconds=1))
+
+
 def windowed(df):
     return (df.withWatermark("ts", "10 seconds").groupBy(F.window("ts", "10 seconds")).count()
             .select(F.col("window.start").alias("start"), "count"))

@@ -164,12 +164,20 @@ class _BatchWriter(ChainedOptions):
         self._writes = writes
         self._df = df
         self._batch_id = batch_id
+        self._mode: str | None = None
+
+    def mode(self, saveMode: str | None) -> _BatchWriter:  # noqa: N803 (PySpark's)
+        self._mode = saveMode
+        self._real = self._real.mode(saveMode)
+        return self
 
     def save(self, path: str | None = None, format: str | None = None,
              mode: str | None = None, partitionBy: Any = None,  # noqa: N803 (PySpark's)
              **options: Any) -> None:
         if format is not None:
             self.format(format)
+        if mode is not None:
+            self.mode(mode)
         self.options(**options)
         if (self._format or "").lower() == "kafka":
             self._kafka()
@@ -179,6 +187,13 @@ class _BatchWriter(ChainedOptions):
 
     def _kafka(self) -> None:
         """The batch written as Spark's Kafka sink writes a DataFrame."""
+        mode = (self._mode or "errorifexists").lower()
+        if mode in ("overwrite", "ignore"):
+            raise TopologyError(
+                f"a write to Kafka in {self._writes.where} uses save mode {self._mode!r}: "
+                "Spark's Kafka sink refuses it (\"Save mode ... not allowed for Kafka. "
+                "Allowed save modes are Append and ErrorIfExists (default)\"); use "
+                "mode('append') or leave the mode out")
         topic = self._options.get("topic")
         if topic is None and "topic" not in self._df.columns:
             raise TopologyError(
