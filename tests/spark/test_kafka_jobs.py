@@ -458,6 +458,35 @@ def test_a_crash_between_two_writes_leaves_the_first_written_and_spark_runs_the_
         assert mirror.read_values_to_list() == ["one"]
 
 
+def test_a_crash_after_a_file_write_leaves_the_file_written_for_the_retry_to_repeat(
+        topology_driver, spark, tmp_path):
+    """A topology's ``foreach_batch`` that appends the batch to Parquet, then writes it
+    to Kafka: a crash after the first write leaves the Parquet files of the crashed
+    attempt (written for real) and no Kafka record, and Spark's run of the same batch
+    appends them again: the duplicate a non-idempotent file write makes, there to be
+    seen by the test. The second attempt's records are the batch's rows (the output
+    ``archive``) and what it wrote to ``published``."""
+    table = str(tmp_path / "archive")
+
+    def archive_then_publish(batch, batch_id) -> None:
+        batch.select("value").write.mode("append").parquet(table)
+        batch.select("value").write.format("kafka").option("topic", "published").save()
+
+    def topology(t: Topology) -> None:
+        t.foreach_batch("archive", t.kafka_input("events"), archive_then_publish)
+
+    driver = topology_driver(topology)
+    published = driver.create_output_topic("published", value_deserializer="string")
+    driver.crash_after_write("archive", 1)
+    driver.create_input_topic("events", value_serializer="string").pipe_input(None, "one")
+    ran = driver.process_all_available()
+    assert [(b.batch_id, b.attempt, b.crashed, sorted(r.topic for r in b.output_records))
+            for b in ran] == [(0, 1, "after_write_1", []), (0, 2, None, ["archive", "published"])]
+    archived = spark.read.parquet(table).collect()
+    assert [bytes(r.value).decode() for r in archived] == ["one", "one"]
+    assert published.read_values_to_list() == ["one"]
+
+
 def test_crash_after_write_is_refused_for_an_output_without_a_batch_function(spark):
     with TopologyTestDriver.from_app(two_topics, spark=spark) as driver:
         with pytest.raises(InvalidArgumentError, match=r"no foreachBatch function"):
