@@ -189,6 +189,53 @@ def test_an_interrupt_mid_batch_closes_the_driver_and_every_later_call_says_so(
     driver.close()  # closing always works
 
 
+@pytest.mark.parametrize("step", ["process_all_available", "advance_wall_clock"])
+def test_an_interrupt_before_the_trigger_s_release_returns_closes_the_driver(
+    topology_driver, spark, monkeypatch, tmp_path, step
+):
+    """The race ``tests/spark/test_stop_mid_batch.py`` lost once in the flake hunt of
+    2026-12-03 (the second of three rounds beside a CPU hog, 30 stops a round): Spark
+    runs the batch as soon as the clock lets it, so a Ctrl-C from inside the batch can
+    land while the call that released the clock still waits for its answer, before the
+    driver's wait for the trigger, which alone closed the driver on an interrupt. Made
+    certain here: the release waits until the sink has sent the SIGINT. The driver
+    closes, as for any interrupt mid-step."""
+    from pyspark_streamtest._spark.query import sink
+    from pyspark_streamtest.driver.queries import _runner
+
+    collect = sink.CollectingSink.apply
+    sent = threading.Event()
+
+    def interrupted(self, jds, batch_id):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        sent.set()
+        return collect(self, jds, batch_id)
+
+    def waiting(release):
+        def released(self, *args):
+            calls = release(self, *args)
+            sent.wait(timeout=60)  # the SIGINT lands here, inside the release
+            return calls
+        return released
+
+    driver = topology_driver(counts, checkpoint_root=tmp_path)
+    clicks = driver.create_input_topic("clicks")
+    monkeypatch.setattr(sink.CollectingSink, "apply", interrupted)
+    monkeypatch.setattr(_runner.QueryRunner, "clock_release",
+                        waiting(_runner.QueryRunner.clock_release))
+    monkeypatch.setattr(_runner.QueryRunner, "clock_set", waiting(_runner.QueryRunner.clock_set))
+    clicks.pipe_input(("a",))
+    with pytest.raises(KeyboardInterrupt):
+        if step == "process_all_available":
+            driver.process_all_available()
+        else:
+            driver.advance_wall_clock(timedelta(seconds=1))
+    assert sent.is_set()
+    assert driver.closed and spark.streams.active == [] and list(tmp_path.iterdir()) == []
+    with pytest.raises(DriverInterruptedError, match=r"interrupted \(KeyboardInterrupt\)"):
+        driver.process_all_available()
+
+
 def test_a_driver_nobody_closed_stops_its_queries_when_collected(spark, tmp_path):
     driver = TopologyTestDriver(counts, spark=spark, checkpoint_root=tmp_path)
     driver.create_input_topic("clicks").pipe_input(("a",))

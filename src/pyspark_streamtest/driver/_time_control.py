@@ -3,7 +3,8 @@ event-time watermark. Each move runs exactly the triggers Spark runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 from ..core.records import BatchRecord
@@ -157,15 +158,10 @@ class TimeControl:
                 )
         self.flush_inputs()  # records piped before the call are processed first
         ran = self.process_all_available()
-        try:
+        with self._closing_on_failure():
             for runner in runners:
                 if target > (runner.watermark_ms() or 0):
                     runner.force_watermark(target)
-        except BaseException as error:
-            failure = self._on_failure(error)
-            if failure is error:
-                raise
-            raise failure from None
         return ran + self.process_all_available()
 
     def _with_watermark(self, output: str | None) -> list[QueryRunner]:
@@ -215,22 +211,32 @@ class TimeControl:
         run it. Returns the batches they ran."""
         self.flush_inputs()
         started = []
-        for runner in self._queries.active:
-            calls = runner.clock_set(now_ms)
-            if calls is not None:
-                started.append((runner, calls))
+        with self._closing_on_failure():  # Spark may run the batch before the call returns
+            for runner in self._queries.active:
+                calls = runner.clock_set(now_ms)
+                if calls is not None:
+                    started.append((runner, calls))
         self._set_time(now_ms)
         return self._finish_triggers(started)
 
     def _release_triggers(self, runners: Sequence[QueryRunner]) -> list[BatchRecord]:
         """Let each of ``runners`` run one trigger at the current time."""
         self.flush_inputs()
-        started = [(runner, runner.clock_release()) for runner in runners]
+        with self._closing_on_failure():  # Spark may run the batch before the call returns
+            started = [(runner, runner.clock_release()) for runner in runners]
         return self._finish_triggers(started)
 
     def flush_inputs(self) -> None:
-        try:
+        with self._closing_on_failure():
             self._queries.flush()
+
+    @contextlib.contextmanager
+    def _closing_on_failure(self) -> Iterator[None]:
+        """Around calls that move the queries: any error, an interrupt included (a
+        Ctrl-C may land while the call that lets a trigger run still waits for its
+        answer, and the batch is already running), closes the driver on its way out."""
+        try:
+            yield
         except BaseException as error:
             failure = self._on_failure(error)
             if failure is error:
@@ -246,19 +252,15 @@ class TimeControl:
         closes the driver."""
         batches: list[BatchRecord] = []
         failed: BatchFailedError | None = None
-        try:
-            for runner, calls in started:
-                try:
-                    batches.extend(runner.finish_trigger(calls))
-                except BatchFailedError as error:
-                    failed = failed or error
-        except BaseException as error:
-            self._history.absorb(batches)
-            failure = self._on_failure(error)
-            if failure is error:
-                raise
-            raise failure from None
-        self._history.absorb(batches)
+        with self._closing_on_failure():
+            try:
+                for runner, calls in started:
+                    try:
+                        batches.extend(runner.finish_trigger(calls))
+                    except BatchFailedError as error:
+                        failed = failed or error
+            finally:
+                self._history.absorb(batches)
         if failed is not None:
             self._on_query_failed()
             raise failed
