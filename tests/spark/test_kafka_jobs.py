@@ -78,6 +78,19 @@ def test_process_all_available_drains_the_backlog_in_the_batches_the_limit_makes
             (499, T0), (499, T0), (202, T0)]
 
 
+def pipe_per_partition(events, counts) -> None:
+    """``counts`` records to each partition (partition, count), valued ``"p-i"``."""
+    for partition, count in counts:
+        for i in range(count):
+            events.pipe_input(None, f"{partition}-{i}", partition=partition)
+
+
+def per_partition(ran, partitions: int = 3) -> list[list[int]]:
+    """How many records of each partition each batch read."""
+    return [[sum(1 for r in b.input_records if r.partition == p) for p in range(partitions)]
+            for b in ran]
+
+
 def partitioned(t: Topology) -> None:
     events = t.kafka_input("events", partitions=3, max_offsets_per_trigger=10)
     t.output("out", events.select(F.col("value").cast("string").alias("v"), "partition"))
@@ -88,12 +101,8 @@ def test_a_topology_s_kafka_input_takes_the_limit_partition_by_partition(topolog
     floor(10 * 3/20) = 1, floor(10 * 5/20) = 2 and floor(10 * 12/20) = 6."""
     driver = topology_driver(partitioned)
     events = driver.create_input_topic("events", value_serializer="string")
-    for partition, count in ((0, 3), (1, 5), (2, 12)):
-        for i in range(count):
-            events.pipe_input(None, f"{partition}-{i}", partition=partition)
-    ran = driver.process_all_available()
-    counts = [[sum(1 for r in b.input_records if r.partition == p) for p in range(3)]
-              for b in ran]
+    pipe_per_partition(events, ((0, 3), (1, 5), (2, 12)))
+    counts = per_partition(driver.process_all_available())
     # 3/5/12 of 20 -> 1/2/6 (1.5, 2.5, 6 rounded down); 2/3/6 of 11 -> 1/2/5 (1.8, 2.7,
     # 5.5); 1/1/1 -> all (3.3 each, at most the backlog)
     assert counts == [[1, 2, 6], [1, 2, 5], [1, 1, 1]]
@@ -346,13 +355,9 @@ def test_an_assigned_source_reads_its_partitions_and_shares_the_limit_over_their
     with TopologyTestDriver.from_app(job, spark=spark, start_time=T0,
                                      partitions={"events": 3}) as driver:
         events = driver.create_input_topic("events", value_serializer="string")
-        for partition, count in ((0, 30), (1, 20), (2, 10)):
-            for i in range(count):
-                events.pipe_input(None, f"{partition}-{i}", partition=partition)
+        pipe_per_partition(events, ((0, 30), (1, 20), (2, 10)))
         ran = driver.process_all_available()
-        counts = [[sum(1 for r in b.input_records if r.partition == p) for p in range(3)]
-                  for b in ran]
-        assert counts == [[15, 0, 5], [15, 0, 5]]
+        assert per_partition(ran) == [[15, 0, 5], [15, 0, 5]]
         assert [r.offset for b in ran for r in b.input_records if r.partition == 2] == list(
             range(10))
         events.pipe_input(None, "1-late", partition=1)
@@ -392,9 +397,7 @@ def assigned_topology(t: Topology) -> None:
 def test_a_topology_s_kafka_input_reads_only_the_partitions_assigned(topology_driver):
     driver = topology_driver(assigned_topology)
     events = driver.create_input_topic("events", value_serializer="string")
-    for i in range(4):
-        for partition in range(3):
-            events.pipe_input(None, f"{partition}-{i}", partition=partition)
+    pipe_per_partition(events, ((0, 4), (1, 4), (2, 4)))
     driver.process_all_available()
     rows = driver.create_output_topic("out").read_values_to_list()
     assert sorted((row["partition"], row["v"]) for row in rows) == [

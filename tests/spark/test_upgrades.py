@@ -242,6 +242,15 @@ def _count_then(driver, version):
     return _run_counts(driver, "a")
 
 
+def _operators_refused(driver, version) -> str:
+    """Upgrade to ``version``, which Spark refuses for its stateful operators; the
+    error's summary of them."""
+    with pytest.raises(IncompatibleCheckpointError, match="stateful operator") as refused:
+        _count_then(driver, version)
+    assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in refused.value.cause
+    return refused.value.operator
+
+
 def test_another_aggregate_is_refused_and_the_old_version_rolls_back(topology_driver):
     def with_sum(t: Topology) -> None:
         counts = _clicks(t).groupBy("user").agg(F.count("*").alias("count"),
@@ -293,11 +302,8 @@ def test_another_stateful_operator_is_refused_from_spark_4(topology_driver):
         ran = _count_then(driver, deduplicated)
         assert [(b.batch_id, b.num_input_rows, b.output_records) for b in ran] == [(1, 1, ())]
         return
-    with pytest.raises(IncompatibleCheckpointError, match="stateful operator") as refused:
-        _count_then(driver, deduplicated)
-    assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in refused.value.cause
     # both sides named, and what happened to them (not "a -> b", which read as a rename)
-    assert refused.value.operator == (
+    assert _operators_refused(driver, deduplicated) == (
         "the checkpoint's stateful operators are stateStoreSave, the new version's "
         "dedupe: removed stateStoreSave; added dedupe")
 
@@ -311,10 +317,7 @@ def test_a_stateful_operator_removed_with_nothing_added_is_said_so(topology_driv
         t.output("counts", counts, output_mode="update")
 
     driver = topology_driver(deduplicated_counts)
-    with pytest.raises(IncompatibleCheckpointError, match="stateful operator") as refused:
-        _count_then(driver, counts_per_user)
-    assert "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in refused.value.cause
-    assert refused.value.operator == (
+    assert _operators_refused(driver, counts_per_user) == (
         "the checkpoint's stateful operators are stateStoreSave, dedupe, the new version's "
         "stateStoreSave: removed dedupe")
 
