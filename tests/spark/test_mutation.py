@@ -137,11 +137,15 @@ def test_a_sample_is_the_same_for_a_seed_and_nothing_of_a_mutant_outlives_its_ru
     assert functions.window is window
 
 
-def test_a_mutant_of_a_query_no_test_runs_is_unreached_not_surviving(pytester, spark):
+def test_a_mutant_of_a_query_no_test_runs_is_unreached_not_surviving(pytester, spark, request):
     # the test runs the job with from_app(outputs=["paid"]): the job still builds
-    # "large", so its filter's mutant is made, but no query that runs changes
+    # "large", so its filter's mutant is made, but no query that runs changes. Under
+    # --streamtest-connect the inner run is a Connect one too (tox.ini's [connect] more).
+    from pyspark_streamtest.plugin._options import setting
+
+    mode = ("--streamtest-connect",) if setting(request.config, "streamtest_connect") else ()
     _suite(pytester, "two_queries_job", test_only_paid="only_paid")
-    result = _run(pytester, "--streamtest-mutate", "--streamtest-mutate-json=m.json")
+    result = _run(pytester, *mode, "--streamtest-mutate", "--streamtest-mutate-json=m.json")
     result.assert_outcomes(passed=1)
     document = json.loads((pytester.path / "m.json").read_text())
     fates = {(m["original"], m["replacement"]): m for m in document["mutants"]}
