@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from examples.sessions_job import main
+from pyspark_streamtest import TopologyTestDriver
 from pyspark_streamtest.testing import strategies as sst
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -113,8 +114,6 @@ cuts = st.lists(st.integers(min_value=1, max_value=11), max_size=2, unique=True)
 def sessions_driver(spark, users, tmp_path_factory):
     """One driver for every example, reset at the start of each (the property-testing
     guide's advice: a new driver per example would start the job's query each time)."""
-    from pyspark_streamtest import TopologyTestDriver
-
     database = str(tmp_path_factory.mktemp("sessions") / "sessions.db")
     with TopologyTestDriver.from_app(main, spark=spark, start_time=T0,
                                      argv=["--database", database]) as driver:
