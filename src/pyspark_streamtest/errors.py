@@ -29,10 +29,15 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "InvalidDurationError",
+    "LostRowsError",
     "NaiveDatetimeError",
     "NoSuchRecordError",
     "NotASparkSessionError",
     "OracleMismatchError",
+    "PipelineDefinitionError",
+    "PipelineError",
+    "PipelineHazardError",
+    "PipelineUpdateError",
     "SchemaMismatchError",
     "SparkConnectNotSupportedError",
     "SparkDiedError",
@@ -46,6 +51,7 @@ __all__ = [
     "TimeWentBackwardsError",
     "TopologyError",
     "UninitializedTopicError",
+    "UnknownDatasetError",
     "UnknownTopicError",
     "UnsupportedAppCallError",
     "UnsupportedSchemaError",
@@ -442,3 +448,53 @@ def _describe_records(records: tuple[Any, ...]) -> str:
 
 class StepTimeoutError(StreamTestError, TimeoutError):
     """A query did not finish a trigger within the driver's ``timeout``. The driver closed."""
+
+
+class PipelineError(StreamTestError):
+    """A declarative pipeline could not be loaded, registered or updated."""
+
+
+class PipelineDefinitionError(PipelineError, ValueError):
+    """A pipeline's spec or definitions were refused (the spec file, a Python or SQL
+    file of its libraries); the message names the file and the fix. Nothing ran."""
+
+
+class PipelineUpdateError(PipelineError, RuntimeError):
+    """An update of a pipeline ended with a flow failed (after the engine's attempts) or
+    did not end in time. ``update`` is the :class:`~pyspark_streamtest.PipelineUpdate`
+    as far as it went: each flow's states, attempts, batches and errors. The tables keep
+    what the completed flows wrote; the driver can run the next update."""
+
+    def __init__(self, message: str, update: Any = None) -> None:
+        super().__init__(message)
+        self.update = update
+
+
+class PipelineHazardError(PipelineDefinitionError):
+    """The pipeline's graph has a shape that loses or repeats rows in Spark's engine
+    whatever the data (two streaming flows into one file-format table: their batch ids
+    collide in the table's commit log). ``hazards`` lists each with the fix;
+    ``from_pipeline(..., allow_hazards=True)`` runs it anyway, as Spark would, and the
+    updates then raise :class:`LostRowsError` when rows were lost."""
+
+    def __init__(self, message: str, hazards: tuple[Any, ...] = ()) -> None:
+        super().__init__(message)
+        self.hazards = hazards
+
+
+class LostRowsError(PipelineUpdateError):
+    """An update ended with rows a flow wrote that never became visible in their table
+    (data files its commit log does not name), though the engine reported the update
+    COMPLETED. ``lost`` maps each table to the rows lost, ``flows`` the flows whose
+    attempts the engine failed on the table's commit log in that update."""
+
+    def __init__(self, message: str, update: Any = None, lost: Any = None,
+                 flows: tuple[str, ...] = ()) -> None:
+        super().__init__(message, update)
+        self.lost = lost or {}
+        self.flows = flows
+
+
+class UnknownDatasetError(PipelineError, LookupError):
+    """A name that is not one of the pipeline's datasets or flows; the message lists
+    them."""

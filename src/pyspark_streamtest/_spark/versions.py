@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from importlib.util import find_spec
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -32,6 +33,7 @@ _FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",  # 3.5, 4.0
 )
+_PIPELINES_REGISTRY_CLASS = "org.apache.spark.sql.connect.pipelines.DataflowGraphRegistry"
 _STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 _STATE_STORE_OBJECT = "org.apache.spark.sql.execution.streaming.state.StateStore$"
 _DATASET_CLASSES = ("org.apache.spark.sql.classic.Dataset", "org.apache.spark.sql.Dataset")
@@ -69,6 +71,9 @@ class Capabilities:
     provider), ``("removeFromLoadedProvidersAndClose", 1)`` (4.3)."""
     dataset_class: str = "org.apache.spark.sql.Dataset"
     """The JVM Dataset with ``ofRows(session, plan)``: ``classic.Dataset`` on 4.x."""
+    declarative_pipelines: bool = False
+    """Spark Declarative Pipelines: the engine's Connect handler in the JVM and
+    ``pyspark.pipelines`` in Python (PySpark 4.1+)."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -162,4 +167,6 @@ def _detect(jvm: Jvm) -> Capabilities:
         transform_with_state=hasattr(GroupedData, "transformWithState"),
         state_store_unload=unload,
         dataset_class=_first_existing(jvm, _DATASET_CLASSES, "Dataset"),
+        declarative_pipelines=(jvm.class_exists(_PIPELINES_REGISTRY_CLASS)
+                               and find_spec("pyspark.pipelines") is not None),
     )

@@ -47,6 +47,10 @@ class Feature(str, Enum):
     TRANSFORM_WITH_STATE = "transform_with_state"
     """Row-based ``groupBy(...).transformWithState(...)``. Added in PySpark 4.1."""
 
+    DECLARATIVE_PIPELINES = "declarative_pipelines"
+    """Spark Declarative Pipelines (``pyspark.pipelines``, ``spark-pipelines``) run by
+    :class:`~pyspark_streamtest.PipelineTestDriver`. Added in PySpark 4.1."""
+
     @property
     def added_in(self) -> str:
         """The first PySpark line that has this feature."""
@@ -61,6 +65,7 @@ _ADDED_IN = {
     Feature.STATE_STORE_READS: "4.0",
     Feature.TRANSFORM_WITH_STATE_IN_PANDAS: "4.0",
     Feature.TRANSFORM_WITH_STATE: "4.1",
+    Feature.DECLARATIVE_PIPELINES: "4.1",
 }
 _ADDED_OVER_CONNECT = {
     # PySpark 4.0's Connect client has neither method on its GroupedData.
@@ -71,6 +76,7 @@ _DESCRIPTION = {
     Feature.STATE_STORE_READS: "reading state stores (Spark's state data source)",
     Feature.TRANSFORM_WITH_STATE_IN_PANDAS: "transformWithStateInPandas",
     Feature.TRANSFORM_WITH_STATE: "row-based transformWithState",
+    Feature.DECLARATIVE_PIPELINES: "declarative pipelines",
 }
 
 
@@ -79,6 +85,8 @@ def _has(found: Capabilities, feature: Feature) -> bool:
         return found.state_data_source
     if feature is Feature.TRANSFORM_WITH_STATE_IN_PANDAS:
         return found.transform_with_state_in_pandas
+    if feature is Feature.DECLARATIVE_PIPELINES:
+        return found.declarative_pipelines
     return found.transform_with_state
 
 

@@ -29,6 +29,7 @@ from ..core.time import (
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka.broker import Broker, kafka_output_records
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
+from ..pipelines import PipelineTestDriver, from_pipeline
 from ._app_verbs import AppVerbs
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
@@ -256,6 +257,30 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
                       lambda: self.current_time, self._broker),
             OutputLink(check, self._history, self._frame), self._readers,
         )
+
+    # --- declarative pipelines -------------------------------------------------------------
+    @staticmethod
+    def from_pipeline(
+        spec: str | os.PathLike[str],
+        *,
+        configuration: Mapping[str, str] | None = None,
+        file_inputs: Mapping[str, str] | None = None,
+        allow_hazards: bool = False,
+        spark: SparkSession | None = None,
+        timeout: timedelta = timedelta(minutes=5),
+    ) -> PipelineTestDriver:
+        """A :class:`~pyspark_streamtest.PipelineTestDriver` for the Spark Declarative
+        Pipeline of ``spec`` (a ``spark-pipeline.yml`` or its folder): its definitions
+        loaded unchanged and run by Spark's own pipeline engine in the test's JVM, one
+        triggered update per ``run_update()``. A pipeline's unit of time is the update,
+        not the trigger, so it is a driver of its own kind; see the guide "Test a
+        declarative pipeline". ``configuration``'s keys replace the spec's; ``file_inputs``
+        maps an input name to the configuration key of a folder the test lands files in;
+        ``allow_hazards`` runs a graph whose shape loses rows (refused by default, with
+        :class:`~pyspark_streamtest.errors.PipelineHazardError`).
+        """
+        return from_pipeline(spec, configuration=configuration, file_inputs=file_inputs,
+                             allow_hazards=allow_hazards, spark=spark, timeout=timeout)
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> TopologyTestDriver:

@@ -123,8 +123,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ..driver.driver import TopologyTestDriver
+    from ..pipelines import PipelineTestDriver
 
 _DRIVERS = pytest.StashKey[list["TopologyTestDriver"]]()
+_PIPELINES = pytest.StashKey[list["PipelineTestDriver"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -218,11 +220,15 @@ def topology_driver(
     ``spark`` the test sees: the project's own, if it has one), closed after the test.
     When the test fails, the report gets a "streamtest timeline" section per driver."""
     made: list[TopologyTestDriver] = []
+    pipelines: list[PipelineTestDriver] = []
     request.node.stash[_DRIVERS] = made
+    request.node.stash[_PIPELINES] = pipelines
     ignored = setting(request.config, "streamtest_ignore_option")
-    yield DriverFactory(spark, made, ignore_options=frozenset(ignored))
+    yield DriverFactory(spark, made, ignore_options=frozenset(ignored), pipelines=pipelines)
     for driver in made:
         driver.close()
+    for pipeline in pipelines:
+        pipeline.close()
     from .._spark.runtime.liveness import jvm_is_gone
 
     if jvm_is_gone(spark):  # nothing to ask the JVM; the guards fail later Spark tests
@@ -287,6 +293,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 # junitxml writes the properties of the teardown report, made from the item
                 item.user_properties.append(("streamtest_timeline", os.path.abspath(path)))
                 report.sections.append(("streamtest timeline picture" + suffix, path))
+    pipelines = item.stash.get(_PIPELINES, None)
+    if pipelines and report.when == "call" and report.failed:
+        for index, pipeline in enumerate(pipelines):
+            suffix = f" (pipeline {index + 1})" if len(pipelines) > 1 else ""
+            report.sections.append(("streamtest updates" + suffix, pipeline.timeline()))
     return report
 
 

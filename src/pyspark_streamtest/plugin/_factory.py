@@ -4,6 +4,7 @@ fixture closes after the test and whose timelines a failure report shows."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
     from ..driver.driver import TopologyTestDriver
     from ..driver.topology import TopologyFunction
+    from ..pipelines import PipelineTestDriver
 
 
 class DriverFactory:
@@ -24,9 +26,11 @@ class DriverFactory:
     session; every driver made is closed after the test."""
 
     def __init__(self, spark: SparkSession, made: list[TopologyTestDriver], *,
-                 ignore_options: frozenset[str] = frozenset()) -> None:
+                 ignore_options: frozenset[str] = frozenset(),
+                 pipelines: list[PipelineTestDriver] | None = None) -> None:
         self._spark = spark
         self._made = made
+        self._pipelines = pipelines if pipelines is not None else []
         self._ignore_options = ignore_options
         """The suite's ``--streamtest-ignore-option`` names (ini
         ``streamtest_ignore_option``), added to each ``from_app`` call's."""
@@ -49,6 +53,18 @@ class DriverFactory:
             options["ignore_options"] = self._ignore_options | set(
                 options.get("ignore_options", ()))
         return self._keep(TopologyTestDriver.from_app(app, **options))
+
+    def from_pipeline(self, spec: str | os.PathLike[str], **options: Any) -> PipelineTestDriver:
+        """:meth:`TopologyTestDriver.from_pipeline
+        <pyspark_streamtest.TopologyTestDriver.from_pipeline>` on the fixture's session
+        (its JVM runs the pipeline engine), closed after the test; a failing test's
+        report shows its updates."""
+        from .. import TopologyTestDriver  # the face's: its errors show by their name
+
+        options.setdefault("spark", self._spark)
+        driver = TopologyTestDriver.from_pipeline(spec, **options)
+        self._pipelines.append(driver)
+        return driver
 
     def _keep(self, driver: TopologyTestDriver) -> TopologyTestDriver:
         self._made.append(driver)

@@ -1,0 +1,155 @@
+"""A pipeline's graph as values (:class:`PipelineGraph`), as Spark's engine resolves it
+before an update, and the hazards its shape carries (:class:`Hazard`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import hide_our_frames
+
+__tracebackhide__ = hide_our_frames
+
+__all__ = ["DatasetInfo", "FlowInfo", "Hazard", "PipelineGraph", "graph_from"]
+
+_FILE_FORMATS = frozenset({None, "parquet", "json", "csv", "orc", "text"})
+"""Formats written by Spark's file sink, whose commit log (``_spark_metadata``) one
+query at a time may write: a table's format None is the session's default, Parquet."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset: ``kind`` is ``"streaming_table"``, ``"materialized_view"``,
+    ``"view"`` or ``"sink"``; ``format`` the table's or sink's format (None: the
+    session's default, Parquet); ``flows`` the flows that write it."""
+
+    name: str
+    kind: str
+    format: str | None
+    flows: tuple[str, ...]
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class FlowInfo:
+    """One flow: where it writes (``target``), whether it streams (a streaming table's
+    flows do; a materialized view's is a batch query recomputed each update), whether
+    it runs ``once``, the pipeline datasets it reads (``inputs``), what it reads from
+    outside the pipeline (``file_sources``: folders; ``external_tables``), its
+    ``watermarks`` as ``(column, delay)`` and its ``stateful`` operators (Spark's plan
+    node names: ``Aggregate``, ``Deduplicate``, ``DeduplicateWithinWatermark``,
+    ``Join``, ...). ``error`` is why the engine could not resolve it (then the other
+    facts are empty)."""
+
+    name: str
+    target: str
+    streaming: bool
+    once: bool = False
+    inputs: tuple[str, ...] = ()
+    file_sources: tuple[str, ...] = ()
+    external_tables: tuple[str, ...] = ()
+    watermarks: tuple[tuple[str, str], ...] = ()
+    stateful: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """A way the graph loses or repeats data in Spark's engine, whatever the test
+    feeds it: ``kind`` names it, ``dataset`` and ``flows`` where it is, ``text`` says
+    what happens and the fix."""
+
+    kind: str
+    dataset: str
+    flows: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class PipelineGraph:
+    """The datasets and flows of a pipeline by name (names in the driver's database
+    without it, others ``catalog.database.name``), and its :class:`Hazard` s."""
+
+    datasets: Mapping[str, DatasetInfo]
+    flows: Mapping[str, FlowInfo]
+    hazards: tuple[Hazard, ...]
+
+    def __str__(self) -> str:
+        lines = []
+        for name, dataset in self.datasets.items():
+            fmt = f" ({dataset.format})" if dataset.format else ""
+            lines.append(f"{dataset.kind} {name}{fmt}")
+            for flow_name in dataset.flows:
+                flow = self.flows[flow_name]
+                reads = [*flow.inputs, *(f"files {p}" for p in flow.file_sources),
+                         *flow.external_tables]
+                facts = [f"reads {', '.join(reads) or 'nothing'}"]
+                facts += [f"watermark {c} - {d}" for c, d in flow.watermarks]
+                if flow.stateful:
+                    facts.append(f"state: {', '.join(flow.stateful)}")
+                if flow.error:
+                    facts.append(f"unresolved: {flow.error}")
+                lines.append(f"  flow {flow_name}{' (once)' if flow.once else ''}: "
+                             + "; ".join(facts))
+        lines += [f"HAZARD {h.kind} at {h.dataset}: {h.text}" for h in self.hazards]
+        return "\n".join(lines)
+
+
+def graph_from(described: Mapping[str, Any], short: Callable[[str], str]) -> PipelineGraph:
+    """The graph from the adapter's description; ``short`` shortens a full name."""
+    flows = {
+        short(f["name"]): FlowInfo(
+            name=short(f["name"]), target=short(f["target"]),
+            streaming=bool(f.get("streaming", False)), once=bool(f["once"]),
+            inputs=tuple(short(i) for i in f.get("inputs", ())),
+            file_sources=tuple(f.get("file_sources", ())),
+            external_tables=tuple(short(t) for t in f.get("external_tables", ())),
+            watermarks=tuple((str(c), str(d)) for c, d in f.get("watermarks", ())),
+            stateful=tuple(f.get("stateful", ())), error=f.get("error"))
+        for f in described["flows"]
+    }
+    writers: dict[str, list[str]] = {}
+    for flow in flows.values():
+        writers.setdefault(flow.target, []).append(flow.name)
+    datasets: dict[str, DatasetInfo] = {}
+    for table in described["tables"]:
+        name = short(table["name"])
+        datasets[name] = DatasetInfo(
+            name=name, kind="streaming_table" if table["streaming"] else "materialized_view",
+            format=table["format"], flows=tuple(sorted(writers.get(name, ()))),
+            comment=table.get("comment"))
+    for view in described["views"]:
+        name = short(view["name"])
+        datasets[name] = DatasetInfo(name=name, kind="view", format=None,
+                                     flows=tuple(sorted(writers.get(name, ()))))
+    for sink in described["sinks"]:
+        name = short(sink["name"])
+        datasets[name] = DatasetInfo(name=name, kind="sink", format=sink["format"],
+                                     flows=tuple(sorted(writers.get(name, ()))))
+    return PipelineGraph(datasets=dict(sorted(datasets.items())),
+                         flows=dict(sorted(flows.items())),
+                         hazards=tuple(_hazards(datasets, flows)))
+
+
+def _hazards(datasets: Mapping[str, DatasetInfo],
+             flows: Mapping[str, FlowInfo]) -> list[Hazard]:
+    found = []
+    for dataset in datasets.values():
+        streaming = [f for f in dataset.flows if flows[f].streaming and not flows[f].once]
+        if (dataset.kind == "streaming_table" and dataset.format in _FILE_FORMATS
+                and len(dataset.flows) > 1 and streaming):
+            found.append(Hazard(
+                kind="shared_commit_log", dataset=dataset.name, flows=dataset.flows,
+                text=(f"flows {', '.join(dataset.flows)} all write streaming table "
+                      f"{dataset.name} ({dataset.format or 'parquet'}), whose files one "
+                      "commit log (_spark_metadata) makes visible. Each flow numbers its "
+                      "batches from 0 in its own checkpoint, so their batch ids collide: "
+                      "the first to commit a batch id wins and the other flow's batch of "
+                      "that id is dropped as 'already committed' (after a "
+                      "SparkConcurrentModificationException and a retry when they race), "
+                      "while the update still ends COMPLETED. Which flow loses is a "
+                      "race. Fix: give each flow a table of its own and union them in a "
+                      "view or a downstream flow, or use a table format with "
+                      "transactional commits")))
+    return found

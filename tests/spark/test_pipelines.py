@@ -1,0 +1,158 @@
+"""Declarative pipelines under PipelineTestDriver, against Spark's own engine: the
+hazards a graph carries, failed flows and refused definitions as typed errors, what a
+driver leaves behind, and the refusals of bad arguments. The example's own tests
+(examples/test_orders_pipeline.py) cover the updates, tables, topics and state."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from pyspark_streamtest import (
+    DriverClosedError,
+    Feature,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    LostRowsError,
+    PipelineDefinitionError,
+    PipelineHazardError,
+    PipelineUpdateError,
+    UnknownDatasetError,
+)
+
+pytestmark = pytest.mark.streamtest_requires(Feature.DECLARATIVE_PIPELINES)
+
+PIPELINES = Path(__file__).parent / "pipelines"
+TWO_FLOWS = {"current": "current.path", "legacy": "legacy.path"}
+
+
+def _orders(prefix: str, count: int) -> list[str]:
+    return [json.dumps({"order_id": f"{prefix}{i}", "amount": i}) for i in range(count)]
+
+
+def test_two_streaming_flows_into_one_file_table_are_refused_with_the_fix(topology_driver):
+    with pytest.raises(PipelineHazardError, match=r"flows current, legacy all write "
+                       r"streaming table orders \(parquet\).*give each flow a table of "
+                       r"its own") as refused:
+        topology_driver.from_pipeline(PIPELINES / "two_flows", file_inputs=TWO_FLOWS)
+    (hazard,) = refused.value.hazards
+    assert (hazard.kind, hazard.dataset, hazard.flows) == (
+        "shared_commit_log", "orders", ("current", "legacy"))
+
+
+def test_run_anyway_the_rows_a_flow_loses_are_named(topology_driver):
+    pipeline = topology_driver.from_pipeline(PIPELINES / "two_flows", file_inputs=TWO_FLOWS,
+                                             allow_hazards=True)
+    pipeline.land_lines("current", _orders("c", 3))
+    pipeline.land_lines("legacy", _orders("l", 2))
+    with pytest.raises(LostRowsError, match=r"update 1 of pipeline 'two_flows' ended "
+                       r"COMPLETED but lost rows of (current|legacy)") as lost:
+        pipeline.run_update()
+    # Both flows ran a batch 0; the table's log keeps the first to commit it (which one
+    # is Spark's race). The other either lost the race (its files stay outside the
+    # log, its retry skips the batch) or came second (skipped before writing).
+    visible = sorted(r.order_id for r in pipeline.read_table("orders").collect())
+    assert visible in (["c0", "c1", "c2"], ["l0", "l1"])
+    loser = "legacy" if visible == ["c0", "c1", "c2"] else "current"
+    assert lost.value.flows == (loser,)
+    assert lost.value.update.state == "COMPLETED"
+    in_files = sorted(row["order_id"] for rows in lost.value.lost.values() for row in rows)
+    assert in_files in ([], sorted({"c0", "c1", "c2", "l0", "l1"} - set(visible)))
+    if not in_files:
+        assert f"flow {loser!r} batch 0 into 'orders': offered new data, ran no row" in str(
+            lost.value)
+    # The driver goes on: an update where one flow alone has data loses nothing.
+    pipeline.land_lines(loser, _orders("d", 1))
+    pipeline.run_update()
+    assert "d0" in {r.order_id for r in pipeline.read_table("orders").collect()}
+
+
+def test_a_watermark_on_a_pipeline_dataset_in_python_names_the_sql_form(topology_driver):
+    with pytest.raises(PipelineDefinitionError, match=r"could not be registered in "
+                       r"transformations/clicks.py:\d+: .*TABLE_OR_VIEW_NOT_FOUND.*"
+                       r"declare the flow in SQL instead \(SELECT \.\.\. FROM STREAM name "
+                       r"WATERMARK ts DELAY OF INTERVAL 10 MINUTES\)"):
+        topology_driver.from_pipeline(PIPELINES / "watermark_in_python",
+                                      file_inputs={"clicks": "clicks.path"})
+
+
+def test_a_failed_flow_is_an_error_naming_the_flow_and_the_update(topology_driver):
+    pipeline = topology_driver.from_pipeline(PIPELINES / "failing_flow",
+                                             file_inputs={"readings": "readings.path"})
+    pipeline.land_lines("readings", ['{"sensor": "s1", "value": 1}'])
+    assert pipeline.run_update().flows["readings"].state == "COMPLETED"
+    pipeline.land_lines("readings", ['{"sensor": "s2", "value": "not a number"'])
+    with pytest.raises(PipelineUpdateError, match=r"(?s)update 2 of pipeline 'failing_flow' "
+                       r"failed\n  flow 'readings': FAILED after 1 attempt: .*FAILED_READ_FILE.*"
+                       r"MALFORMED_RECORD_IN_PARSING") as failed:
+        pipeline.run_update()
+    assert failed.value.update.flows["readings"].state == "FAILED"
+    assert [u.number for u in pipeline.updates] == [1, 2]
+    assert "update 2: FAILED" in pipeline.timeline()
+    # What the completed update wrote stays readable.
+    assert [r.sensor for r in pipeline.read_table("readings").collect()] == ["s1"]
+
+
+def test_close_drops_the_tables_the_storage_and_the_graph(topology_driver, spark):
+    pipeline = topology_driver.from_pipeline(PIPELINES.parent.parent.parent / "examples" /
+                                             "orders_pipeline",
+                                             file_inputs={"orders": "orders.path"})
+    folder = Path(pipeline.input_path("orders")).parent.parent
+    database = pipeline.database
+    pipeline.close()
+    pipeline.close()  # idempotent
+    assert not folder.exists()
+    assert database not in {d.name for d in spark.catalog.listDatabases()}
+    with pytest.raises(DriverClosedError):
+        pipeline.run_update()
+
+
+@pytest.mark.parametrize(("options", "error", "match"), [
+    pytest.param({"spec": PIPELINES / "nowhere"}, PipelineDefinitionError,
+                 "does not exist", id="no-spec"),
+    pytest.param({"spec": PIPELINES}, PipelineDefinitionError,
+                 "no spark-pipeline.yml", id="folder-without-spec"),
+    pytest.param({"spec": 3}, InvalidArgumentTypeError, "spec is the path", id="spec-type"),
+    pytest.param({"timeout": 5}, InvalidArgumentError, "positive timedelta", id="timeout"),
+    pytest.param({"configuration": {"a": 1}}, InvalidArgumentTypeError,
+                 "str keys to str values", id="configuration"),
+    pytest.param({"file_inputs": {"a b": "k"}}, InvalidArgumentError,
+                 "letters, digits", id="input-name"),
+    pytest.param({"allow_hazards": "yes"}, InvalidArgumentTypeError, "True or False",
+                 id="allow-hazards"),
+])
+def test_bad_arguments_are_refused_by_name(topology_driver, options, error, match):
+    arguments = {"spec": PIPELINES / "failing_flow",
+                 "file_inputs": {"readings": "readings.path"}, **options}
+    with pytest.raises(error, match=match):
+        topology_driver.from_pipeline(arguments.pop("spec"), **arguments)
+
+
+def test_bad_calls_on_a_driver_are_refused_by_name(topology_driver):
+    pipeline = topology_driver.from_pipeline(PIPELINES / "failing_flow",
+                                             file_inputs={"readings": "readings.path"},
+                                             timeout=timedelta(minutes=2))
+    with pytest.raises(UnknownDatasetError, match=r"no dataset 'nope'; its datasets: "
+                       r"\['readings'\]"):
+        pipeline.create_output_topic("nope")
+    with pytest.raises(UnknownDatasetError, match="no dataset 'nope'"):
+        pipeline.run_update(full_refresh=["nope"])
+    with pytest.raises(InvalidArgumentTypeError, match="wrap it in a list"):
+        pipeline.run_update(refresh="readings")
+    with pytest.raises(UnknownDatasetError, match="no file input 'other'"):
+        pipeline.land_lines("other", ["{}"])
+    with pytest.raises(InvalidArgumentTypeError, match="wrap it in a list"):
+        pipeline.land_lines("readings", "{}")
+    pipeline.land_lines("readings", ["{}"], name="a.json")
+    with pytest.raises(InvalidArgumentError, match="landed already"):
+        pipeline.land_lines("readings", ["{}"], name="a.json")
+    with pytest.raises(InvalidArgumentError, match="keeps no state"):
+        pipeline.get_state_store("readings")
+    with pytest.raises(UnknownDatasetError, match="has no flow 'nope'"):
+        pipeline.get_state_store("nope")
+    topic = pipeline.create_output_topic("readings")
+    with pytest.raises(Exception, match="no record left to read"):
+        topic.read_value()
