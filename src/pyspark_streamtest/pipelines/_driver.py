@@ -24,12 +24,10 @@ from .._spark.jvm import java_error_text
 from .._spark.runtime.session import build_test_session
 from ..core import open_drivers
 from ..core.decoding import row_decoder
-from ..core.records import TestRecord
 from ..errors import (
     DriverClosedError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    LostRowsError,
     PipelineDefinitionError,
     PipelineHazardError,
     PipelineUpdateError,
@@ -39,10 +37,10 @@ from ..errors import (
 )
 from ..state.reader import read_view
 from ..state.views import StateStoreView
-from ._commit_log import read_commit_log
 from ._graph import PipelineGraph, graph_from
 from ._inputs import FileInputs
-from ._topics import PipelineOutputTopic, TopicQueue
+from ._tables import TableWatch
+from ._topics import PipelineOutputTopic
 from ._updates import PipelineUpdate, format_updates, read_update
 
 __tracebackhide__ = hide_our_frames
@@ -171,14 +169,15 @@ class PipelineTestDriver:
             self._inputs = FileInputs(self._folder / "inputs", file_inputs)
             self._configuration.update(self._inputs.configuration)
             self._updates: list[PipelineUpdate] = []
-            self._topics: dict[str, TopicQueue] = {}
-            self._known_files: dict[str, frozenset[str]] = {}
-            self._orphans: set[str] = set()
             database = f"streamtest_pipeline_{next(_databases)}_{uuid.uuid4().hex[:8]}"
             self._run = PipelineRun(classic_jvm(self._spark), database=database)
             self._closed = False
             self._register()
             self._graph = graph_from(self._run.describe(), self._short_name)
+            run = self._run
+            self._tables = TableWatch(
+                self._name, self._graph, rows=self._rows,
+                location=lambda table: run.table_location(self._qualified(table)))
             if self._graph.hazards and not allow_hazards:
                 raise PipelineHazardError(
                     f"pipeline {self._name!r} has a shape that loses rows in Spark's "
@@ -282,11 +281,7 @@ class PipelineTestDriver:
         number = len(self._updates) + 1
         update = read_update(number, outcome.messages, outcome.query_events, self._short_name)
         self._updates.append(update)
-        reset = set(self._graph.datasets) if full_refresh is True else set(selected)
-        for table in reset:
-            self._known_files.pop(table, None)
-            if table in self._topics:
-                self._topics[table].reset()
+        self._tables.reset(set(self._graph.datasets) if full_refresh is True else set(selected))
         if outcome.timed_out:
             raise PipelineUpdateError(
                 f"update {number} of pipeline {self._name!r} did not end within "
@@ -295,7 +290,7 @@ class PipelineTestDriver:
                 update)
         if outcome.error is not None or update.failed_flows:
             raise PipelineUpdateError(self._failure_text(update, outcome.error), update)
-        self._follow_tables(update)
+        self._tables.follow(update)
         return update
 
     def _failure_text(self, update: PipelineUpdate, error: BaseException | None) -> str:
@@ -310,67 +305,10 @@ class PipelineTestDriver:
             lines.append(f"  {text[0] if text else type(error).__name__}")
         return "\n".join(lines)
 
-    def _follow_tables(self, update: PipelineUpdate) -> None:
-        """Each streaming table's commit log read after the update: the new batches'
-        rows queued for the table's output topics, and rows that never became visible
-        raised as :class:`LostRowsError`: files the log does not name (a flow that lost
-        the race to commit a batch id, retried, then skipped it), and batches a flow of
-        a shared table was offered data for but never ran (skipped as already
-        committed by another flow)."""
-        __tracebackhide__ = True
-        assert self._run is not None
-        lost: dict[str, list[dict[str, Any]]] = {}
-        skipped: dict[str, list[str]] = {}
-        for name, dataset in self._graph.datasets.items():
-            if dataset.kind != "streaming_table" or not dataset.flows:
-                continue
-            folder = self._run.table_location(self._qualified(name))
-            log = read_commit_log(folder, self._known_files.get(name, frozenset()))
-            queue = self._topics.get(name)
-            if queue is not None:
-                for batch in sorted(set(log.batches) - queue.batches):
-                    queue.records.extend(self._records(name, batch, log.batches[batch]))
-                    queue.batches.add(batch)
-            self._known_files[name] = log.visible
-            new = [f for f in log.orphans if f not in self._orphans]
-            if new:  # the files stay: each is reported by the update that left it
-                self._orphans.update(new)
-                lost[name] = self._rows(name, new)
-            if len(dataset.flows) > 1:
-                for flow in dataset.flows:
-                    run = update.flows.get(flow)
-                    for ran in run.batches if run is not None else ():
-                        if ran.offered and ran.input_rows == 0:
-                            skipped.setdefault(flow, []).append(
-                                f"flow {flow!r} batch {ran.batch_id} into {name!r}: offered "
-                                "new data, ran no row (skipped as already committed)")
-        if lost or skipped:
-            # The flows the engine failed on the table's commit log and ran again (the
-            # retry skipped the batch as already committed), and those that skipped one.
-            losers = tuple(sorted({
-                *skipped,
-                *(flow for table in lost for flow in self._graph.datasets[table].flows
-                  if flow in update.flows and (update.flows[flow].errors
-                                               or update.flows[flow].attempts > 1))}))
-            described = [
-                f"table {t!r}: {len(rows)} row{'s' * (len(rows) != 1)} in files its commit "
-                f"log does not name, e.g. {rows[:3]}" for t, rows in lost.items()]
-            described += [text for texts in skipped.values() for text in texts]
-            raise LostRowsError(
-                f"update {update.number} of pipeline {self._name!r} ended COMPLETED but "
-                f"lost rows of {', '.join(losers) or 'a flow'}: " + "; ".join(described),
-                update, lost, losers)
-
     def _rows(self, table: str, files: Sequence[str]) -> list[dict[str, Any]]:
         schema = self._spark.read.table(self._qualified(table)).schema
         decode = row_decoder(schema)
         return [decode(row) for row in self._spark.read.schema(schema).parquet(*files).collect()]
-
-    def _records(self, table: str, batch: int, files: Sequence[str]) -> list[TestRecord]:
-        if not files:
-            return []
-        return [TestRecord(value=row, topic=table, batch_id=batch)
-                for row in self._rows(table, files)]
 
     @property
     def updates(self) -> tuple[PipelineUpdate, ...]:
@@ -431,13 +369,8 @@ class PipelineTestDriver:
             raise InvalidArgumentError(
                 f"{name!r} is a {dataset.kind.replace('_', ' ')}, which an update rewrites "
                 "rather than appends to; read it with read_table()")
-        if name not in self._topics:
-            queue = self._topics[name] = TopicQueue(name)
-            queue.known = self._known_files.get(name, frozenset())
-            if self._run is not None and self._updates:
-                log = read_commit_log(self._run.table_location(self._qualified(name)))
-                queue.batches = set(log.batches)
-        return PipelineOutputTopic._create(self._topics[name], self._check_open)
+        queue = self._tables.queue(name, updated=bool(self._updates))
+        return PipelineOutputTopic._create(queue, self._check_open)
 
     def get_state_store(self, flow: str, *, operator_id: int = 0,
                         batch_id: int | None = None) -> StateStoreView:

@@ -22,15 +22,12 @@ class TopicQueue:
     def __init__(self, table: str) -> None:
         self.table = table
         self.records: deque[TestRecord] = deque()
-        self.known: frozenset[str] = frozenset()
-        """The table's data files already turned into records."""
         self.batches: set[int] = set()
         """The commit-log batch ids already turned into records."""
 
     def reset(self) -> None:
-        """The table was refreshed from nothing (a full refresh): its files and batch
-        ids start again; records already queued stay."""
-        self.known = frozenset()
+        """The table was refreshed from nothing (a full refresh): its batch ids start
+        again; records already queued stay."""
         self.batches = set()
 
 
