@@ -471,11 +471,12 @@ class PipelineUpdateError(PipelineError, RuntimeError):
 
 
 class PipelineHazardError(PipelineDefinitionError):
-    """The pipeline's graph has a shape that loses or repeats rows in Spark's engine
-    whatever the data (two streaming flows into one file-format table: their batch ids
-    collide in the table's commit log). ``hazards`` lists each with the fix;
+    """The pipeline's graph has a shape that fails in Spark's engine whatever the data.
+    ``hazards`` lists each with the fix. Two streaming flows into one file-format table
+    (their batch ids collide in the table's commit log, and one flow's rows are lost):
     ``from_pipeline(..., allow_hazards=True)`` runs it anyway, as Spark would, and the
-    updates then raise :class:`LostRowsError` when rows were lost."""
+    updates then raise :class:`LostRowsError` when rows were lost. An AutoCDC flow into
+    a table without MERGE (the engine fails every update): refused either way."""
 
     def __init__(self, message: str, hazards: tuple[Any, ...] = ()) -> None:
         super().__init__(message)

@@ -47,6 +47,7 @@ PAGES_WITH_EXAMPLES = {
     "how-to/compare-dataframes.md",
     "how-to/compare-tools.md",
     "how-to/spark-connect.md",
+    "how-to/pipelines.md",
     "reference/assertions.md",
 }
 MIN_BLOCKS = 15

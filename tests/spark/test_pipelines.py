@@ -156,3 +156,14 @@ def test_bad_calls_on_a_driver_are_refused_by_name(topology_driver):
     topic = pipeline.create_output_topic("readings")
     with pytest.raises(Exception, match="no record left to read"):
         topic.read_value()
+
+
+def test_an_auto_cdc_flow_into_a_table_without_merge_is_refused_by_name(topology_driver):
+    with pytest.raises(PipelineHazardError, match=r"cannot run an update in Spark's engine:\n"
+                       r"- AutoCDC flow customers MERGEs into customers, a parquet table, "
+                       r"which has no row-level operations.*AUTOCDC_TARGET_DOES_NOT_SUPPORT_"
+                       r"MERGE") as refused:
+        topology_driver.from_pipeline(PIPELINES / "auto_cdc",
+                                      file_inputs={"changes": "changes.path"},
+                                      allow_hazards=True)
+    assert [h.kind for h in refused.value.hazards] == ["auto_cdc_without_merge"]

@@ -258,7 +258,6 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
             OutputLink(check, self._history, self._frame), self._readers,
         )
 
-    # --- declarative pipelines -------------------------------------------------------------
     @staticmethod
     def from_pipeline(
         spec: str | os.PathLike[str],
@@ -269,16 +268,9 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         spark: SparkSession | None = None,
         timeout: timedelta = timedelta(minutes=5),
     ) -> PipelineTestDriver:
-        """A :class:`~pyspark_streamtest.PipelineTestDriver` for the Spark Declarative
-        Pipeline of ``spec`` (a ``spark-pipeline.yml`` or its folder): its definitions
-        loaded unchanged and run by Spark's own pipeline engine in the test's JVM, one
-        triggered update per ``run_update()``. A pipeline's unit of time is the update,
-        not the trigger, so it is a driver of its own kind; see the guide "Test a
-        declarative pipeline". ``configuration``'s keys replace the spec's; ``file_inputs``
-        maps an input name to the configuration key of a folder the test lands files in;
-        ``allow_hazards`` runs a graph whose shape loses rows (refused by default, with
-        :class:`~pyspark_streamtest.errors.PipelineHazardError`).
-        """
+        """A :class:`~pyspark_streamtest.PipelineTestDriver` for the declarative pipeline
+        of ``spec`` (a ``spark-pipeline.yml`` or its folder), run update by update by
+        Spark's own engine in the test's JVM; the options are its constructor's."""
         return from_pipeline(spec, configuration=configuration, file_inputs=file_inputs,
                              allow_hazards=allow_hazards, spark=spark, timeout=timeout)
 

@@ -4,6 +4,7 @@ test's own JVM, by Spark's own pipeline engine."""
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import itertools
 import os
 import shutil
@@ -178,6 +179,11 @@ class PipelineTestDriver:
             self._tables = TableWatch(
                 self._name, self._graph, rows=self._rows,
                 location=lambda table: run.table_location(self._qualified(table)))
+            refused = [h for h in self._graph.hazards if h.kind == "auto_cdc_without_merge"]
+            if refused:  # no update could run: not a hazard to allow
+                raise PipelineHazardError(
+                    f"pipeline {self._name!r} cannot run an update in Spark's engine:\n"
+                    + "\n".join(f"- {h.text}" for h in refused), tuple(refused))
             if self._graph.hazards and not allow_hazards:
                 raise PipelineHazardError(
                     f"pipeline {self._name!r} has a shape that loses rows in Spark's "
@@ -280,6 +286,8 @@ class PipelineTestDriver:
             refresh=list(refresh or ()), timeout_s=self._timeout_s)
         number = len(self._updates) + 1
         update = read_update(number, outcome.messages, outcome.query_events, self._short_name)
+        if outcome.error is not None and update.state == "UNKNOWN":
+            update = dataclasses.replace(update, state="FAILED")
         self._updates.append(update)
         self._tables.reset(set(self._graph.datasets) if full_refresh is True else set(selected))
         if outcome.timed_out:

@@ -52,6 +52,9 @@ class FlowInfo:
     watermarks: tuple[tuple[str, str], ...] = ()
     stateful: tuple[str, ...] = ()
     error: str | None = None
+    auto_cdc: bool = False
+    """An AutoCDC flow (``create_auto_cdc_flow``): it MERGEs each batch's changes into
+    its target by key and sequence."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ class PipelineGraph:
                     facts.append(f"state: {', '.join(flow.stateful)}")
                 if flow.error:
                     facts.append(f"unresolved: {flow.error}")
-                lines.append(f"  flow {flow_name}{' (once)' if flow.once else ''}: "
+                kind = " (once)" if flow.once else " (AutoCDC)" if flow.auto_cdc else ""
+                lines.append(f"  flow {flow_name}{kind}: "
                              + "; ".join(facts))
         lines += [f"HAZARD {h.kind} at {h.dataset}: {h.text}" for h in self.hazards]
         return "\n".join(lines)
@@ -106,7 +110,8 @@ def graph_from(described: Mapping[str, Any], short: Callable[[str], str]) -> Pip
             file_sources=tuple(f.get("file_sources", ())),
             external_tables=tuple(short(t) for t in f.get("external_tables", ())),
             watermarks=tuple((str(c), str(d)) for c, d in f.get("watermarks", ())),
-            stateful=tuple(f.get("stateful", ())), error=f.get("error"))
+            stateful=tuple(f.get("stateful", ())), error=f.get("error"),
+            auto_cdc=str(f.get("kind", "")).startswith("AutoCdc"))
         for f in described["flows"]
     }
     writers: dict[str, list[str]] = {}
@@ -138,10 +143,10 @@ def _hazards(datasets: Mapping[str, DatasetInfo],
     for dataset in datasets.values():
         streaming = [f for f in dataset.flows if flows[f].streaming and not flows[f].once]
         if (dataset.kind == "streaming_table" and dataset.format in _FILE_FORMATS
-                and len(dataset.flows) > 1 and streaming):
+                and len(streaming) > 1):
             found.append(Hazard(
-                kind="shared_commit_log", dataset=dataset.name, flows=dataset.flows,
-                text=(f"flows {', '.join(dataset.flows)} all write streaming table "
+                kind="shared_commit_log", dataset=dataset.name, flows=tuple(streaming),
+                text=(f"flows {', '.join(streaming)} all write streaming table "
                       f"{dataset.name} ({dataset.format or 'parquet'}), whose files one "
                       "commit log (_spark_metadata) makes visible. Each flow numbers its "
                       "batches from 0 in its own checkpoint, so their batch ids collide: "
@@ -152,4 +157,15 @@ def _hazards(datasets: Mapping[str, DatasetInfo],
                       "race. Fix: give each flow a table of its own and union them in a "
                       "view or a downstream flow, or use a table format with "
                       "transactional commits")))
+        for flow in (flows[f] for f in dataset.flows if flows[f].auto_cdc):
+            if dataset.format in _FILE_FORMATS:
+                found.append(Hazard(
+                    kind="auto_cdc_without_merge", dataset=dataset.name, flows=(flow.name,),
+                    text=(f"AutoCDC flow {flow.name} MERGEs into {dataset.name}, a "
+                          f"{dataset.format or 'parquet'} table, which has no row-level "
+                          "operations: Spark's engine fails every update of the pipeline "
+                          "with AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE before any flow "
+                          "runs. PySpark ships no table format with MERGE; declare the "
+                          "target with one your Spark has (its format=), or test the "
+                          "flow's source and keys without the AutoCDC flow")))
     return found
