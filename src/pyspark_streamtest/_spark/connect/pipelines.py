@@ -327,8 +327,16 @@ class PipelineRun:
             self._holder.session().streams().removeListener(self._listener)
             self.server.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
         finally:
-            with connect_mode():
-                self.client.stop()
+            # PySpark's Connect stop() also stops the process's classic session while
+            # SPARK_LOCAL_REMOTE is set (--streamtest-connect sets it): the test
+            # session's JVM would go with this client.
+            local_remote = os.environ.pop("SPARK_LOCAL_REMOTE", None)
+            try:
+                with connect_mode():
+                    self.client.stop()
+            finally:
+                if local_remote is not None:
+                    os.environ["SPARK_LOCAL_REMOTE"] = local_remote
 
 
 _STATEFUL = frozenset({
