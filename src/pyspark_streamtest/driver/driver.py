@@ -29,7 +29,7 @@ from ..core.time import (
 from ..errors import InvalidArgumentTypeError, StreamTestError, hide_our_frames
 from ..kafka.broker import Broker, kafka_output_records
 from ..kafka.serdes import DeserializerSpec, SerializerSpec
-from ..pipelines import PipelineTestDriver, from_pipeline
+from ..pipelines import PipelineTestDriver
 from ._app_verbs import AppVerbs
 from ._fault_verbs import FaultVerbs
 from ._frames import records_frame
@@ -271,8 +271,8 @@ class TopologyTestDriver(Lifecycle, StateVerbs, FaultVerbs, UpgradeVerbs, AppVer
         """A :class:`~pyspark_streamtest.PipelineTestDriver` for the declarative pipeline
         of ``spec`` (a ``spark-pipeline.yml`` or its folder), run update by update by
         Spark's own engine in the test's JVM; the options are its constructor's."""
-        return from_pipeline(spec, configuration=configuration, file_inputs=file_inputs,
-                             allow_hazards=allow_hazards, spark=spark, timeout=timeout)
+        return PipelineTestDriver(spec, configuration=configuration, file_inputs=file_inputs,
+                                  allow_hazards=allow_hazards, spark=spark, timeout=timeout)
 
     # --- context manager ------------------------------------------------------------------
     def __enter__(self) -> TopologyTestDriver:

@@ -6,7 +6,7 @@ own engine in the test's JVM (:class:`PipelineTestDriver`), what each update did
 state with the state room's views."""
 
 from ..errors import hide_our_frames
-from ._driver import PipelineTestDriver, from_pipeline
+from ._driver import PipelineTestDriver
 from ._graph import DatasetInfo, FlowInfo, Hazard, PipelineGraph
 from ._topics import PipelineOutputTopic
 from ._updates import FlowBatch, FlowRun, PipelineUpdate
@@ -23,5 +23,4 @@ __all__ = [
     "PipelineOutputTopic",
     "PipelineTestDriver",
     "PipelineUpdate",
-    "from_pipeline",
 ]

@@ -46,7 +46,7 @@ from ._updates import PipelineUpdate, format_updates, read_update
 
 __tracebackhide__ = hide_our_frames
 
-__all__ = ["PipelineTestDriver", "from_pipeline"]
+__all__ = ["PipelineTestDriver"]
 
 _SPEC_NAMES = ("spark-pipeline.yml", "spark-pipeline.yaml")
 _WATERMARK_HINT = (
@@ -489,8 +489,3 @@ def _checked_configuration(configuration: Mapping[str, str] | None) -> dict[str,
         raise InvalidArgumentTypeError(
             "configuration maps str keys to str values, as a spec's configuration does")
     return dict(configuration)
-
-
-def from_pipeline(spec: str | os.PathLike[str], **options: Any) -> PipelineTestDriver:
-    """:class:`PipelineTestDriver` (``TopologyTestDriver.from_pipeline``)."""
-    return PipelineTestDriver(spec, **options)
