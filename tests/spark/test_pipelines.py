@@ -167,3 +167,27 @@ def test_an_auto_cdc_flow_into_a_table_without_merge_is_refused_by_name(topology
                                       file_inputs={"changes": "changes.path"},
                                       allow_hazards=True)
     assert [h.kind for h in refused.value.hazards] == ["auto_cdc_without_merge"]
+
+
+def test_a_script_that_never_closes_its_driver_still_exits(tmp_path):
+    """The driver's Connect client would keep the interpreter waiting at exit: the
+    driver closes itself then (its database and folder go too)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave_open.py"
+    script.write_text(
+        "import sys\n"
+        "from pyspark_streamtest import TopologyTestDriver\n"
+        f"d = TopologyTestDriver.from_pipeline({str(PIPELINES / 'failing_flow')!r},\n"
+        "    file_inputs={'readings': 'readings.path'})\n"
+        "d.land_lines('readings', ['{\"sensor\": \"s1\", \"value\": 1}'])\n"
+        "d.run_update()\n"
+        "print('folder', d.input_path('readings'), flush=True)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder = next(line.split(" ", 1)[1] for line in done.stdout.splitlines()
+                  if line.startswith("folder "))
+    assert not Path(folder).exists()
+    assert "Traceback" not in done.stderr

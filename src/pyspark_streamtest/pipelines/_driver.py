@@ -4,6 +4,7 @@ test's own JVM, by Spark's own pipeline engine."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -64,7 +65,9 @@ def _close_at_exit() -> None:
     """A script that never closes its driver still exits: the Connect client the
     driver holds would keep the interpreter waiting."""
     for driver in list(_open):
-        driver.close()
+        # Spark's own exit hook may have stopped the JVM first: nothing is left to undo.
+        with contextlib.suppress(Exception):
+            driver.close()
 
 
 def _spec_path(spec: str | os.PathLike[str]) -> Path:
@@ -314,9 +317,12 @@ class PipelineTestDriver:
         return "\n".join(lines)
 
     def _rows(self, table: str, files: Sequence[str]) -> list[dict[str, Any]]:
+        """The rows of some of ``table``'s data files, read in the table's format."""
         schema = self._spark.read.table(self._qualified(table)).schema
         decode = row_decoder(schema)
-        return [decode(row) for row in self._spark.read.schema(schema).parquet(*files).collect()]
+        fmt = self._graph.datasets[table].format or "parquet"
+        frame = self._spark.read.format(fmt).schema(schema).load(list(files))
+        return [decode(row) for row in frame.collect()]
 
     @property
     def updates(self) -> tuple[PipelineUpdate, ...]:
