@@ -191,3 +191,12 @@ def test_a_script_that_never_closes_its_driver_still_exits(tmp_path):
                   if line.startswith("folder "))
     assert not Path(folder).exists()
     assert "Traceback" not in done.stderr
+
+
+def test_a_source_folder_that_does_not_exist_is_refused_by_name(topology_driver, tmp_path):
+    # Spark Connect analyses a Python flow's file source as it is registered.
+    with pytest.raises(PipelineDefinitionError, match=r"could not be registered in "
+                       r"transformations/readings.py:\d+: AnalysisException: \[PATH_NOT_FOUND\]"):
+        topology_driver.from_pipeline(
+            PIPELINES / "failing_flow",
+            configuration={"readings.path": str(tmp_path / "nowhere")})

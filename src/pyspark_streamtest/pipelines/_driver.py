@@ -177,7 +177,7 @@ class PipelineTestDriver:
             self._run = PipelineRun(classic_jvm(self._spark), database=database)
             self._closed = False
             self._register()
-            self._graph = graph_from(self._run.describe(), self._short_name)
+            self._graph = graph_from(self._describe(), self._short_name)
             run = self._run
             self._tables = TableWatch(
                 self._name, self._graph, rows=self._rows,
@@ -213,6 +213,20 @@ class PipelineTestDriver:
             self._run.register(self._spec, self._configuration)
         except Exception as error:
             raise PipelineDefinitionError(self._definition_problem(error)) from None
+
+    def _describe(self) -> dict[str, Any]:
+        """The graph as the engine resolves it; a graph it cannot resolve (a source
+        folder that does not exist, a table no one defines) is refused by name."""
+        __tracebackhide__ = True
+        assert self._run is not None
+        try:
+            return self._run.describe()
+        except Exception as error:
+            text = java_error_text(error).strip().splitlines()
+            raise PipelineDefinitionError(
+                f"pipeline {self._spec} was registered, but Spark's engine cannot resolve "
+                f"its graph: {text[0] if text else type(error).__name__} (a file input's "
+                "folder is made by the driver: name it in file_inputs=)") from None
 
     def _definition_problem(self, error: BaseException) -> str:
         text = java_error_text(error).strip().splitlines()
