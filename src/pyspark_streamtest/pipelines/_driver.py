@@ -10,7 +10,6 @@ import itertools
 import os
 import shutil
 import tempfile
-import traceback
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,6 +40,7 @@ from ..state.reader import read_view
 from ..state.views import StateStoreView
 from ._graph import PipelineGraph, graph_from
 from ._inputs import FileInputs
+from ._registration import definition_problem, spec_path
 from ._tables import TableWatch
 from ._topics import PipelineOutputTopic
 from ._updates import PipelineUpdate, format_updates, read_update
@@ -49,13 +49,6 @@ __tracebackhide__ = hide_our_frames
 
 __all__ = ["PipelineTestDriver"]
 
-_SPEC_NAMES = ("spark-pipeline.yml", "spark-pipeline.yaml")
-_WATERMARK_HINT = (
-    " If the missing table is a dataset of this pipeline read with "
-    "spark.readStream.table(...).withWatermark(...): Spark Connect analyses a watermark "
-    "as it is declared, before the dataset exists, so the engine cannot register it; "
-    "declare the flow in SQL instead (SELECT ... FROM STREAM name WATERMARK ts DELAY OF "
-    "INTERVAL 10 MINUTES), which the engine analyses with the graph.")
 _databases = itertools.count(1)
 _open: weakref.WeakSet[PipelineTestDriver] = weakref.WeakSet()
 
@@ -68,24 +61,6 @@ def _close_at_exit() -> None:
         # Spark's own exit hook may have stopped the JVM first: nothing is left to undo.
         with contextlib.suppress(Exception):
             driver.close()
-
-
-def _spec_path(spec: str | os.PathLike[str]) -> Path:
-    if not isinstance(spec, (str, os.PathLike)):
-        raise InvalidArgumentTypeError(
-            f"spec is the path of a spark-pipeline.yml or of its folder, got "
-            f"{type(spec).__name__}")
-    path = Path(spec).resolve()
-    if path.is_dir():
-        for name in _SPEC_NAMES:
-            if (path / name).is_file():
-                return path / name
-        raise PipelineDefinitionError(
-            f"no spark-pipeline.yml (or .yaml) in {path}; pass the spec file's path, or "
-            "the folder that holds it")
-    if not path.is_file():
-        raise PipelineDefinitionError(f"pipeline spec {path} does not exist")
-    return path
 
 
 class PipelineTestDriver:
@@ -166,7 +141,7 @@ class PipelineTestDriver:
         self._folder = Path(tempfile.mkdtemp(prefix="streamtest-pipeline-"))
         self._run: PipelineRun | None = None
         try:
-            self._spec = _spec_path(spec)
+            self._spec = spec_path(spec)
             self._configuration = _checked_configuration(configuration)
             self._timeout_s = timeout.total_seconds()
             self._spark = spark if spark is not None else build_test_session()
@@ -212,7 +187,7 @@ class PipelineTestDriver:
         try:
             self._run.register(self._spec, self._configuration)
         except Exception as error:
-            raise PipelineDefinitionError(self._definition_problem(error)) from None
+            raise PipelineDefinitionError(definition_problem(self._spec, error)) from None
 
     def _describe(self) -> dict[str, Any]:
         """The graph as the engine resolves it; a graph it cannot resolve (a source
@@ -227,22 +202,6 @@ class PipelineTestDriver:
                 f"pipeline {self._spec} was registered, but Spark's engine cannot resolve "
                 f"its graph: {text[0] if text else type(error).__name__} (a file input's "
                 "folder is made by the driver: name it in file_inputs=)") from None
-
-    def _definition_problem(self, error: BaseException) -> str:
-        text = java_error_text(error).strip().splitlines()
-        first = text[0] if text else type(error).__name__
-        root = self._spec.parent
-        where = ""
-        for frame in reversed(traceback.extract_tb(error.__traceback__)):
-            if Path(frame.filename).resolve().is_relative_to(root):
-                where = f" in {Path(frame.filename).relative_to(root)}:{frame.lineno}"
-                break
-        kind = type(error).__name__
-        message = (f"pipeline {self._spec} could not be registered{where}: "
-                   f"{first if first.startswith(kind) else f'{kind}: {first}'}")
-        if "TABLE_OR_VIEW_NOT_FOUND" in first:
-            message += _WATERMARK_HINT
-        return message
 
     # --- inputs -----------------------------------------------------------------------
     def input_path(self, name: str) -> str:
