@@ -497,5 +497,4 @@ class LostRowsError(PipelineUpdateError):
 
 
 class UnknownDatasetError(PipelineError, LookupError):
-    """A name that is not one of the pipeline's datasets or flows; the message lists
-    them."""
+    """A name that is not one of the pipeline's datasets or flows (the message lists them)."""
