@@ -239,8 +239,8 @@ class PipelineTestDriver:
 
         Raises :class:`PipelineUpdateError` naming the flow and the update when a flow
         failed after the engine's attempts, or the update did not end in the driver's
-        ``timeout``; :class:`LostRowsError` when a table holds files its commit log
-        does not (rows written that never became visible). Either carries the update
+        ``timeout``; :class:`LostRowsError` when a table several flows write lost
+        rows (files its commit log does not name, or a batch skipped as committed). Either carries the update
         (``.update``) as far as it went, and the driver can run the next one."""
         __tracebackhide__ = True
         self._check_open()

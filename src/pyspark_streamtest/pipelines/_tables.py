@@ -43,7 +43,9 @@ class TableWatch:
         if table not in self._queues:
             queue = self._queues[table] = TopicQueue(table)
             if updated:
-                queue.batches = set(read_commit_log(self._location(table)).batches)
+                log = read_commit_log(self._location(table))
+                queue.batches = set(log.batches)
+                self._known[table] = log.visible
         return self._queues[table]
 
     def reset(self, tables: set[str]) -> None:
@@ -60,31 +62,32 @@ class TableWatch:
                 for row in self._rows(table, files)]
 
     def follow(self, update: PipelineUpdate) -> None:
-        """Each streaming table's commit log read after the update: the new batches'
-        rows queued for the table's output topics, and rows that never became visible
-        raised as :class:`LostRowsError`: files the log does not name (a flow that lost
-        the race to commit a batch id, retried, then skipped it), and batches a flow of
-        a shared table was offered data for but never ran (skipped as already
-        committed by another flow)."""
+        """The commit log, read after the update, of each streaming table an output
+        topic follows or several flows write: the new batches' rows queued for the
+        table's topics, and, for a table several flows write, rows that never became
+        visible raised as :class:`LostRowsError`: files the log does not name (a flow
+        that lost the race to commit a batch id, retried, then skipped it), and batches
+        a flow was offered data for but never ran (skipped as already committed by
+        another flow)."""
         __tracebackhide__ = True
         lost: dict[str, list[dict[str, Any]]] = {}
         skipped: dict[str, list[str]] = {}
         for name, dataset in self._graph.datasets.items():
-            if dataset.kind != "streaming_table" or not dataset.flows:
-                continue
-            folder = self._location(name)
-            log = read_commit_log(folder, self._known.get(name, frozenset()))
             queue = self._queues.get(name)
+            shared = len(dataset.flows) > 1
+            if dataset.kind != "streaming_table" or not (shared or queue is not None):
+                continue
+            log = read_commit_log(self._location(name), self._known.get(name, frozenset()))
             if queue is not None:
                 for batch in sorted(set(log.batches) - queue.batches):
                     queue.records.extend(self._records(name, batch, log.batches[batch]))
                     queue.batches.add(batch)
             self._known[name] = log.visible
-            new = [f for f in log.orphans if f not in self._orphans]
+            new = [f for f in log.orphans if f not in self._orphans] if shared else []
             if new:  # the files stay: each is reported by the update that left it
                 self._orphans.update(new)
                 lost[name] = self._rows(name, new)
-            if len(dataset.flows) > 1:
+            if shared:
                 for flow in dataset.flows:
                     run = update.flows.get(flow)
                     for ran in run.batches if run is not None else ():
