@@ -240,8 +240,9 @@ class PipelineTestDriver:
         Raises :class:`PipelineUpdateError` naming the flow and the update when a flow
         failed after the engine's attempts, or the update did not end in the driver's
         ``timeout``; :class:`LostRowsError` when a table several flows write lost
-        rows (files its commit log does not name, or a batch skipped as committed). Either carries the update
-        (``.update``) as far as it went, and the driver can run the next one."""
+        rows (files its commit log does not name, or a batch skipped as committed).
+        Either carries the update (``.update``) as far as it went, and the driver can
+        run the next one."""
         __tracebackhide__ = True
         self._check_open()
         assert self._run is not None
