@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from pyspark.sql import SparkSession
 
@@ -71,6 +72,23 @@ class Jvm:
         for key, value in (items or {}).items():
             jmap.put(key, value)
         return self._python_utils.toScalaMap(jmap)
+
+
+_COMPILED: WeakKeyDictionary[object, dict[str, JavaObject]] = WeakKeyDictionary()
+
+
+def compiled_class(jvm: Jvm, source: str, class_name: str, parent: str) -> JavaObject:
+    """Class ``class_name`` of the Java ``source``, compiled with Janino (which every
+    Spark ships) on first use in this JVM's gateway (about 0.2 s, once). Its class
+    loader is ``parent``'s (a class name), so the class can implement Spark's
+    interfaces."""
+    found = _COMPILED.setdefault(jvm.gateway, {})
+    if class_name not in found:
+        compiler = jvm.jvm.org.codehaus.janino.SimpleCompiler()
+        compiler.setParentClassLoader(jvm.class_for_name(parent).getClassLoader())
+        compiler.cook(source)
+        found[class_name] = compiler.getClassLoader().loadClass(class_name)
+    return found[class_name]
 
 
 def java_error_text(error: BaseException) -> str:

@@ -35,6 +35,13 @@ class TableWatch:
         self._known: dict[str, frozenset[str]] = {}
         self._orphans: set[str] = set()
         self._queues: dict[str, TopicQueue] = {}
+        self._folders: dict[str, str] = {}
+        """Each table's folder, asked of the catalog once (a full refresh keeps it)."""
+
+    def _folder(self, table: str) -> str:
+        if table not in self._folders:
+            self._folders[table] = self._location(table)
+        return self._folders[table]
 
     def queue(self, table: str, *, updated: bool) -> TopicQueue:
         """The queue of ``table``'s output topics, made on first use: it holds the
@@ -43,7 +50,7 @@ class TableWatch:
         if table not in self._queues:
             queue = self._queues[table] = TopicQueue(table)
             if updated:
-                log = read_commit_log(self._location(table))
+                log = read_commit_log(self._folder(table))
                 queue.batches = set(log.batches)
                 self._known[table] = log.visible
         return self._queues[table]
@@ -77,7 +84,7 @@ class TableWatch:
             shared = len(dataset.flows) > 1
             if dataset.kind != "streaming_table" or not (shared or queue is not None):
                 continue
-            log = read_commit_log(self._location(name), self._known.get(name, frozenset()))
+            log = read_commit_log(self._folder(name), self._known.get(name, frozenset()))
             if queue is not None:
                 for batch in sorted(set(log.batches) - queue.batches):
                     queue.records.extend(self._records(name, batch, log.batches[batch]))

@@ -39,13 +39,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
 
-from pyspark.sql import SparkSession
-
-from ...errors import SparkConnectNotSupportedError, hide_our_frames
-from ..jvm import JavaObject, Jvm
-from .session import new_token, session_holder
+from ...errors import hide_our_frames
+from ..jvm import JavaObject, Jvm, compiled_class
+from .session import new_token, server_session, session_holder
 
 __tracebackhide__ = hide_our_frames
 
@@ -80,9 +77,8 @@ public class PysparkStreamtestFlowListener extends StreamingQueryListener {
     }
 }
 """
-_LISTENER_CLASSES: WeakKeyDictionary[object, JavaObject] = WeakKeyDictionary()
 
-RETRY_CONF = {
+_RETRY_CONF = {
     "spark.sql.pipelines.execution.watchdog.minRetryTime": "1s",
     "spark.sql.pipelines.execution.watchdog.maxRetryTime": "1s",
 }
@@ -156,15 +152,8 @@ def _server(jvm: Jvm) -> tuple[int, str]:
 
 
 def _listener(jvm: Jvm) -> JavaObject:
-    found = _LISTENER_CLASSES.get(jvm.gateway)
-    if found is None:
-        compiler = jvm.jvm.org.codehaus.janino.SimpleCompiler()
-        compiler.setParentClassLoader(jvm.class_for_name(
-            "org.apache.spark.sql.streaming.StreamingQueryListener").getClassLoader())
-        compiler.cook(_LISTENER_SOURCE)
-        found = _LISTENER_CLASSES[jvm.gateway] = (
-            compiler.getClassLoader().loadClass(_LISTENER))
-    return found.newInstance()
+    return compiled_class(jvm, _LISTENER_SOURCE, _LISTENER,
+                          "org.apache.spark.sql.streaming.StreamingQueryListener").newInstance()
 
 
 @dataclass(frozen=True)
@@ -193,7 +182,7 @@ class PipelineRun:
             self.client: Any = ConnectSession.builder.remote(
                 f"sc://localhost:{port}/;token={token}").create()
         self._holder = session_holder(jvm, self.client)
-        self.server = SparkSession(_context(), jsparkSession=self._holder.session())
+        self.server = server_session(jvm, self._holder)
         """A classic session over the client's server-side session (its catalog is
         the JVM's, shared with the test's session)."""
         self._listener = _listener(jvm)
@@ -220,7 +209,7 @@ class PipelineRun:
             data = {**data, "configuration": {**(data.get("configuration") or {}),
                                               **configuration}}
         spec = unpack_pipeline_spec(data)
-        conf = {**RETRY_CONF, **spec.configuration}
+        conf = {**_RETRY_CONF, **spec.configuration}
         with connect_mode():
             self.client.sql(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
             for key, value in conf.items():
@@ -263,7 +252,7 @@ class PipelineRun:
             self._holder.removeAllPipelineExecutions()
             if timed_out:
                 reader.join(30.0)
-            _context()._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+            self._holder.session().sparkContext().listenerBus().waitUntilEmpty(30_000)
             events = tuple(tuple(str(line).split("\t", 2)) for line in self._listener.drain())
         return RunOutcome(messages=tuple(messages),
                           query_events=tuple((e[0], e[1], e[2] if len(e) > 2 else "")
@@ -380,17 +369,6 @@ def _plan_facts(convert: Any, plan: Any) -> dict[str, Any]:
         pending.extend(reversed(children))
     return {"streaming": bool(plan.isStreaming()), "file_sources": sorted(set(sources)),
             "watermarks": watermarks, "stateful": stateful}
-
-
-def _context() -> Any:
-    from pyspark import SparkContext
-
-    context = SparkContext._active_spark_context
-    if context is None:
-        raise SparkConnectNotSupportedError(
-            "no SparkContext in this process: a pipeline runs in the JVM of the test's "
-            "local session")
-    return context
 
 
 def classic_jvm(spark: Any) -> Jvm:

@@ -34,10 +34,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from weakref import WeakKeyDictionary
 
 from ...errors import hide_our_frames
-from ..jvm import JavaObject, Jvm
+from ..jvm import JavaObject, Jvm, compiled_class
 
 __tracebackhide__ = hide_our_frames
 
@@ -117,20 +116,10 @@ public class PysparkStreamtestManualClock implements org.apache.spark.util.Clock
 }
 """
 
-_CLASSES: WeakKeyDictionary[object, JavaObject] = WeakKeyDictionary()
-
-
 def _clock_class(jvm: Jvm) -> JavaObject:
-    """The clock class, compiled in this JVM on first use (about 0.2 s, once)."""
-    found = _CLASSES.get(jvm.gateway)
-    if found is None:
-        compiler = jvm.jvm.org.codehaus.janino.SimpleCompiler()
-        # The class loader that has Spark's Clock interface, so the class implements it.
-        compiler.setParentClassLoader(
-            jvm.class_for_name("org.apache.spark.util.Clock").getClassLoader())
-        compiler.cook(_SOURCE)
-        found = _CLASSES[jvm.gateway] = compiler.getClassLoader().loadClass(_CLASS_NAME)
-    return found
+    """The clock class, compiled in this JVM on first use (about 0.2 s, once); it
+    implements Spark's Clock interface."""
+    return compiled_class(jvm, _SOURCE, _CLASS_NAME, "org.apache.spark.util.Clock")
 
 
 @contextlib.contextmanager
