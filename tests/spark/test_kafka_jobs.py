@@ -562,6 +562,7 @@ def test_a_backfill_runs_the_batches_spark_s_own_trigger_runs(spark, tmp_path, t
                             .collect())
     finally:
         alone.stop()
+        spark.catalog.dropTempView(f"alone_{trigger}")
 
     def job(spark: SparkSession) -> None:
         events = spark.readStream.schema("ts TIMESTAMP").json("/in/events")

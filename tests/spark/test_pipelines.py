@@ -79,11 +79,18 @@ def test_a_watermark_on_a_pipeline_dataset_in_python_names_the_sql_form(topology
                                       file_inputs={"clicks": "clicks.path"})
 
 
-def test_a_failed_flow_is_an_error_naming_the_flow_and_the_update(topology_driver):
+def test_a_failed_flow_is_an_error_naming_the_flow_and_the_update(topology_driver, spark):
     pipeline = topology_driver.from_pipeline(PIPELINES / "failing_flow",
                                              file_inputs={"readings": "readings.path"})
     pipeline.land_lines("readings", ['{"sensor": "s1", "value": 1}'])
     assert pipeline.run_update().flows["readings"].state == "COMPLETED"
+    # The session's temporary views (a memory sink's, say), which SHOW TABLES lists in
+    # every database, are not the pipeline's tables.
+    spark.range(1).createOrReplaceTempView("a_session_view")
+    try:
+        assert pipeline.table_names() == ["readings"]
+    finally:
+        spark.catalog.dropTempView("a_session_view")
     pipeline.land_lines("readings", ['{"sensor": "s2", "value": "not a number"'])
     with pytest.raises(PipelineUpdateError, match=r"(?s)update 2 of pipeline 'failing_flow' "
                        r"failed\n  flow 'readings': FAILED after 1 attempt: .*FAILED_READ_FILE.*"

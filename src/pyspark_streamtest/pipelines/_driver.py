@@ -325,10 +325,11 @@ class PipelineTestDriver:
 
     def table_names(self) -> list[str]:
         """The tables and materialized views in the driver's database, sorted (a
-        dataset is made by its first update)."""
+        dataset is made by its first update). The session's temporary views, which
+        ``SHOW TABLES`` lists in every database, are not the pipeline's."""
         self._check_open()
         rows = self._spark.sql(f"SHOW TABLES IN `{self.database}`").collect()
-        return sorted(str(row["tableName"]) for row in rows)
+        return sorted(str(row["tableName"]) for row in rows if not row["isTemporary"])
 
     def read_table(self, name: str) -> DataFrame:
         """Dataset ``name`` (a streaming table or materialized view) as of the last
