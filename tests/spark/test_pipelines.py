@@ -207,3 +207,41 @@ def test_a_source_folder_that_does_not_exist_is_refused_by_name(topology_driver,
         topology_driver.from_pipeline(
             PIPELINES / "failing_flow",
             configuration={"readings.path": str(tmp_path / "nowhere")})
+
+
+def test_what_a_flow_appends_to_a_file_sink_is_an_output_topic(topology_driver, tmp_path):
+    """A sink (``dp.create_sink``) of a file format with a path is written by Spark's
+    file sink: its output topic reads each update's committed batches, in the flow's
+    schema. A sink of another format has no files to read: refused by name."""
+    exported = tmp_path / "alerts"
+    pipeline = topology_driver.from_pipeline(
+        PIPELINES / "sinks", file_inputs={"readings": "readings.path"},
+        configuration={"alerts.path": str(exported)})
+    sink = pipeline.describe().datasets["alerts"]
+    assert (sink.kind, sink.format, sink.path, sink.flows) == (
+        "sink", "json", str(exported), ("high_readings",))
+    with pytest.raises(InvalidArgumentError, match=r"sink 'console_out' writes format "
+                       r"'console' with no path option: .*only a sink of a file format"):
+        pipeline.create_output_topic("console_out")
+    alerts = pipeline.create_output_topic("alerts")
+    pipeline.land_lines("readings", ['{"sensor": "s1", "value": 5}',
+                                     '{"sensor": "s2", "value": 12}'])
+    pipeline.run_update()
+    assert alerts.read_values_to_list() == [{"sensor": "s2", "doubled": 24}]
+    pipeline.land_lines("readings", ['{"sensor": "s3", "value": 30}',
+                                     '{"sensor": "s1", "value": 11}'])
+    pipeline.run_update()
+    second = alerts.read_records_to_list()
+    assert sorted((r.value["sensor"], r.value["doubled"], r.batch_id) for r in second) == [
+        ("s1", 22, 1), ("s3", 60, 1)]
+    assert alerts.is_empty()
+    # Spark wrote them where the sink's path says, as JSON files its log names.
+    assert (exported / "_spark_metadata").is_dir()
+
+
+def test_two_streaming_flows_into_one_file_sink_are_refused_with_the_fix(topology_driver,
+                                                                        tmp_path):
+    with pytest.raises(PipelineHazardError, match=r"flows current, legacy all write sink "
+                       r"exported \(parquet\).*give each flow a sink of its own"):
+        topology_driver.from_pipeline(PIPELINES / "two_flows_sink", file_inputs=TWO_FLOWS,
+                                      configuration={"out.path": str(tmp_path / "out")})

@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import dataclasses
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from .._spark.connect.pipelines import PipelineRun, classic_jvm, pipelines_available
 from .._spark.jvm import java_error_text
@@ -291,8 +293,13 @@ class PipelineTestDriver:
         return "\n".join(lines)
 
     def _rows(self, table: str, files: Sequence[str]) -> list[dict[str, Any]]:
-        """The rows of some of ``table``'s data files, read in the table's format."""
-        schema = self._spark.read.table(self._qualified(table)).schema
+        """The rows of some of ``table``'s data files, read in the table's format (a
+        sink's in its flow's schema: a sink is no table to ask)."""
+        dataset = self._graph.datasets[table]
+        flow_schema = self._graph.flows[dataset.flows[0]].schema if dataset.flows else None
+        schema = (StructType.fromJson(json.loads(flow_schema))
+                  if dataset.kind == "sink" and flow_schema is not None
+                  else self._spark.read.table(self._qualified(table)).schema)
         decode = row_decoder(schema)
         fmt = self._graph.datasets[table].format or "parquet"
         frame = self._spark.read.format(fmt).schema(schema).load(list(files))
@@ -350,11 +357,19 @@ class PipelineTestDriver:
 
     def create_output_topic(self, name: str) -> PipelineOutputTopic:
         """A handle reading what each update from now on appends to streaming table
-        ``name``, batch by batch (see :class:`PipelineOutputTopic`). The handles of
-        one table share one queue."""
+        ``name``, or to sink ``name`` of a file format with a ``path`` (as Spark's file
+        sink commits it), batch by batch (see :class:`PipelineOutputTopic`). The
+        handles of one table share one queue."""
         self._check_open()
         dataset = self._dataset(name)
-        if dataset.kind != "streaming_table":
+        if dataset.kind == "sink" and not dataset.file_written:
+            raise InvalidArgumentError(
+                f"sink {name!r} writes format {dataset.format!r}"
+                f"{'' if dataset.path else ' with no path option'}: an output topic reads "
+                "what a sink appended from the files and commit log of Spark's file sink, "
+                "so only a sink of a file format (parquet, json, csv, orc, text) with a "
+                "path can have one")
+        if not dataset.file_written:
             raise InvalidArgumentError(
                 f"{name!r} is a {dataset.kind.replace('_', ' ')}, which an update rewrites "
                 "rather than appends to; read it with read_table()")

@@ -22,13 +22,22 @@ query at a time may write: a table's format None is the session's default, Parqu
 class DatasetInfo:
     """One dataset: ``kind`` is ``"streaming_table"``, ``"materialized_view"``,
     ``"view"`` or ``"sink"``; ``format`` the table's or sink's format (None: the
-    session's default, Parquet); ``flows`` the flows that write it."""
+    session's default, Parquet); ``flows`` the flows that write it; ``path`` a sink's
+    ``path`` option (where a file-format sink writes)."""
 
     name: str
     kind: str
     format: str | None
     flows: tuple[str, ...]
     comment: str | None = None
+    path: str | None = None
+
+    @property
+    def file_written(self) -> bool:
+        """Written by Spark's file sink with its commit log: a streaming table of a
+        file format, or a sink of one with a ``path``."""
+        return self.format in _FILE_FORMATS and (
+            self.kind == "streaming_table" or (self.kind == "sink" and self.path is not None))
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,8 @@ class FlowInfo:
     auto_cdc: bool = False
     """An AutoCDC flow (``create_auto_cdc_flow``): it MERGEs each batch's changes into
     its target by key and sequence."""
+    schema: str | None = None
+    """The schema of the rows the flow writes, as Spark's JSON (None when unresolved)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ def graph_from(described: Mapping[str, Any], short: Callable[[str], str]) -> Pip
             external_tables=tuple(short(t) for t in f.get("external_tables", ())),
             watermarks=tuple((str(c), str(d)) for c, d in f.get("watermarks", ())),
             stateful=tuple(f.get("stateful", ())), error=f.get("error"),
-            auto_cdc=str(f.get("kind", "")).startswith("AutoCdc"))
+            auto_cdc=str(f.get("kind", "")).startswith("AutoCdc"), schema=f.get("schema"))
         for f in described["flows"]
     }
     writers: dict[str, list[str]] = {}
@@ -131,7 +142,8 @@ def graph_from(described: Mapping[str, Any], short: Callable[[str], str]) -> Pip
     for sink in described["sinks"]:
         name = short(sink["name"])
         datasets[name] = DatasetInfo(name=name, kind="sink", format=sink["format"],
-                                     flows=tuple(sorted(writers.get(name, ()))))
+                                     flows=tuple(sorted(writers.get(name, ()))),
+                                     path=sink.get("options", {}).get("path"))
     return PipelineGraph(datasets=dict(sorted(datasets.items())),
                          flows=dict(sorted(flows.items())),
                          hazards=tuple(_hazards(datasets, flows)))
@@ -142,11 +154,11 @@ def _hazards(datasets: Mapping[str, DatasetInfo],
     found = []
     for dataset in datasets.values():
         streaming = [f for f in dataset.flows if flows[f].streaming and not flows[f].once]
-        if (dataset.kind == "streaming_table" and dataset.format in _FILE_FORMATS
-                and len(streaming) > 1):
+        if dataset.file_written and len(streaming) > 1:
+            what = "streaming table" if dataset.kind == "streaming_table" else "sink"
             found.append(Hazard(
                 kind="shared_commit_log", dataset=dataset.name, flows=tuple(streaming),
-                text=(f"flows {', '.join(streaming)} all write streaming table "
+                text=(f"flows {', '.join(streaming)} all write {what} "
                       f"{dataset.name} ({dataset.format or 'parquet'}), whose files one "
                       "commit log (_spark_metadata) makes visible. Each flow numbers its "
                       "batches from 0 in its own checkpoint, so their batch ids collide: "
@@ -154,8 +166,8 @@ def _hazards(datasets: Mapping[str, DatasetInfo],
                       "that id is dropped as 'already committed' (after a "
                       "SparkConcurrentModificationException and a retry when they race), "
                       "while the update still ends COMPLETED. Which flow loses is a "
-                      "race. Fix: give each flow a table of its own and union them in a "
-                      "view or a downstream flow, or use a table format with "
+                      f"race. Fix: give each flow a {what.split()[-1]} of its own and "
+                      "union them in a view or a downstream flow, or use a table format with "
                       "transactional commits")))
         for flow in (flows[f] for f in dataset.flows if flows[f].auto_cdc):
             if dataset.format in _FILE_FORMATS:

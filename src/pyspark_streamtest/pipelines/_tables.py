@@ -1,11 +1,12 @@
-"""What a driver follows of its streaming tables across updates: each table's commit
-log read after every update, the rows of its new batches queued for the table's output
-topics, and the rows an update lost (:class:`TableWatch`)."""
+"""What a driver follows of its streaming tables (and file sinks) across updates: each
+table's commit log read after every update, the rows of its new batches queued for the
+table's output topics, and the rows an update lost (:class:`TableWatch`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlparse
 
 from ..core.records import TestRecord
 from ..errors import LostRowsError, hide_our_frames
@@ -40,7 +41,10 @@ class TableWatch:
 
     def _folder(self, table: str) -> str:
         if table not in self._folders:
-            self._folders[table] = self._location(table)
+            path = self._graph.datasets[table].path  # a sink's: its own option
+            if path is not None and path.startswith("file:"):
+                path = urlparse(path).path
+            self._folders[table] = path if path is not None else self._location(table)
         return self._folders[table]
 
     def queue(self, table: str, *, updated: bool) -> TopicQueue:
@@ -82,7 +86,7 @@ class TableWatch:
         for name, dataset in self._graph.datasets.items():
             queue = self._queues.get(name)
             shared = len(dataset.flows) > 1
-            if dataset.kind != "streaming_table" or not (shared or queue is not None):
+            if not dataset.file_written or not (shared or queue is not None):
                 continue
             log = read_commit_log(self._folder(name), self._known.get(name, frozenset()))
             if queue is not None:

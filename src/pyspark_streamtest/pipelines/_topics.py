@@ -1,5 +1,5 @@
-"""What each update appended to a streaming table, read like a Kafka output topic
-(:class:`PipelineOutputTopic`)."""
+"""What each update appended to a streaming table or a file sink, read like a Kafka
+output topic (:class:`PipelineOutputTopic`)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ class TopicQueue:
 
 
 class PipelineOutputTopic:
-    """Reads the rows each update appended to one streaming table, oldest first;
-    reading removes them, as Kafka Streams' ``TestOutputTopic`` does.
+    """Reads the rows each update appended to one streaming table (or one sink of a
+    file format with a path), oldest first; reading removes them, as Kafka Streams'
+    ``TestOutputTopic`` does.
 
     A record's ``value`` is the row as a dict (structs as dicts, timestamps aware UTC),
     ``topic`` the table, ``batch_id`` the table's commit-log batch (the flow's batch id

@@ -261,12 +261,12 @@ class PipelineRun:
 
     def describe(self) -> dict[str, Any]:
         """The graph as Spark's engine resolves it before an update, as plain values:
-        ``tables`` (name, streaming or not, format, comment), ``views`` and ``sinks``
-        (name, format), and ``flows``: name, target, whether it runs once, whether it
-        streams, the pipeline datasets it reads, the sources outside the pipeline its
-        plan reads (files by folder, tables by name), its watermarks (column, delay) and
-        its stateful operators (plan node names), or the error that failed its
-        resolution."""
+        ``tables`` (name, streaming or not, format, comment), ``views`` (name) and
+        ``sinks`` (name, format, options), and ``flows``: name, target, whether it runs
+        once, whether it streams, the pipeline datasets it reads, the sources outside
+        the pipeline its plan reads (files by folder, tables by name), its watermarks
+        (column, delay), its stateful operators (plan node names) and its output schema
+        (JSON), or the error that failed its resolution."""
         assert self.graph_id is not None
         context = self._holder.dataflowGraphRegistry().getDataflowGraphOrThrow(self.graph_id)
         graph = context.toDataflowGraph().resolve(False)
@@ -275,7 +275,8 @@ class PipelineRun:
                    "format": _option(t.format()), "comment": _option(t.comment())}
                   for t in convert.asJava(graph.tables())]
         views = [{"name": _name(v.identifier())} for v in convert.asJava(graph.views())]
-        sinks = [{"name": _name(k.identifier()), "format": str(k.format())}
+        sinks = [{"name": _name(k.identifier()), "format": str(k.format()),
+                  "options": {str(o): str(v) for o, v in convert.asJava(k.options()).items()}}
                  for k in convert.asJava(graph.sinks())]
         resolved = {_name(f.identifier()): f for f in convert.asJava(graph.resolvedFlows())}
         failed = {_name(f.identifier()): f for f in convert.asJava(graph.resolutionFailedFlows())}
@@ -291,6 +292,7 @@ class PipelineRun:
                 entry["external_tables"] = sorted(
                     _name(i) for i in convert.asJava(found.funcResult().usedExternalInputs()))
                 entry.update(_plan_facts(convert, found.df().queryExecution().analyzed()))
+                entry["schema"] = str(found.df().schema().json())
             elif name in failed:
                 errors = convert.asJava(failed[name].funcResult().failure())
                 entry["error"] = "; ".join(str(e.getMessage()) for e in errors)
