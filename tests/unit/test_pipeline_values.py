@@ -160,3 +160,24 @@ def test_landing_refuses_what_spark_s_file_source_would_misread(tmp_path):
         inputs.path("clicks")
     with pytest.raises(InvalidArgumentError, match="configuration key"):
         FileInputs(tmp_path / "x", {"a": ""})
+
+
+@pytest.mark.parametrize(("fmt", "options", "hazard"), [
+    pytest.param("parquet", {"path": "/out"}, True, id="parquet-with-path"),
+    pytest.param("json", {"path": "file:/out"}, True, id="json-with-path"),
+    pytest.param("console", {}, False, id="console"),
+    pytest.param("parquet", {}, False, id="no-path"),
+])
+def test_a_file_sink_written_by_two_streaming_flows_is_a_hazard(fmt, options, hazard):
+    described = _described([("a", "out", True, False), ("b", "out", True, False)], ())
+    described["sinks"] = [{"name": "c.db.out", "format": fmt, "options": options}]
+    graph = graph_from(described, _short)
+    sink = graph.datasets["out"]
+    assert (sink.kind, sink.format, sink.path, sink.flows) == (
+        "sink", fmt, options.get("path"), ("a", "b"))
+    assert sink.file_written is hazard
+    assert [(h.kind, h.dataset, h.flows) for h in graph.hazards] == (
+        [("shared_commit_log", "out", ("a", "b"))] if hazard else [])
+    if hazard:
+        assert "all write sink out" in graph.hazards[0].text
+        assert "give each flow a sink of its own" in graph.hazards[0].text
