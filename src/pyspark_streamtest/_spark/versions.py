@@ -34,6 +34,7 @@ _FILE_SYSTEM_CHECKPOINT_MANAGER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",  # 3.5, 4.0
 )
 _PIPELINES_REGISTRY_CLASS = "org.apache.spark.sql.connect.pipelines.DataflowGraphRegistry"
+_DATAFLOW_GRAPH_CLASS = "org.apache.spark.sql.pipelines.graph.DataflowGraph"
 _STATE_DATA_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource"
 _STATE_STORE_OBJECT = "org.apache.spark.sql.execution.streaming.state.StateStore$"
 _DATASET_CLASSES = ("org.apache.spark.sql.classic.Dataset", "org.apache.spark.sql.Dataset")
@@ -74,6 +75,8 @@ class Capabilities:
     declarative_pipelines: bool = False
     """Spark Declarative Pipelines: the engine's Connect handler in the JVM and
     ``pyspark.pipelines`` in Python (PySpark 4.1+)."""
+    pipeline_resolve_takes_flag: bool = False
+    """``DataflowGraph.resolve(boolean)`` (4.3) rather than ``resolve()`` (4.1, 4.2)."""
 
 
 _CACHE: WeakKeyDictionary[Any, Capabilities] = WeakKeyDictionary()
@@ -152,6 +155,8 @@ def _detect(jvm: Jvm) -> Capabilities:
             "removeFromLoadedProvidersAndClose; supported: PySpark 3.5 to 4.3"
         )
     tracker_applies = jvm.method_param_types(jvm.class_for_name(tracker + "$"), "apply")
+    pipelines = (jvm.class_exists(_PIPELINES_REGISTRY_CLASS)
+                 and find_spec("pyspark.pipelines") is not None)
     return Capabilities(
         spark_version=str(jvm.spark.version),
         memory_stream_class=memory_stream,
@@ -167,6 +172,8 @@ def _detect(jvm: Jvm) -> Capabilities:
         transform_with_state=hasattr(GroupedData, "transformWithState"),
         state_store_unload=unload,
         dataset_class=_first_existing(jvm, _DATASET_CLASSES, "Dataset"),
-        declarative_pipelines=(jvm.class_exists(_PIPELINES_REGISTRY_CLASS)
-                               and find_spec("pyspark.pipelines") is not None),
+        declarative_pipelines=pipelines,
+        pipeline_resolve_takes_flag=pipelines and [
+            "boolean"] in jvm.method_param_types(jvm.class_for_name(_DATAFLOW_GRAPH_CLASS),
+                                                 "resolve"),
     )

@@ -42,6 +42,7 @@ from typing import Any
 
 from ...errors import hide_our_frames
 from ..jvm import JavaObject, Jvm, compiled_class
+from ..versions import capabilities
 from .session import new_token, server_session, session_holder
 
 __tracebackhide__ = hide_our_frames
@@ -101,16 +102,22 @@ def pipelines_available() -> bool:
 
 
 @contextlib.contextmanager
-def connect_mode() -> Iterator[None]:
+def connect_mode(session: Any = None) -> Iterator[None]:
     """The process in PySpark's Connect mode for a while (a classic test process goes
-    back to classic after; one in Connect mode already stays so). The process's default
-    and active Connect sessions are kept."""
+    back to classic after; one in Connect mode already stays so), with ``session`` (a
+    Connect session) the default and active one meanwhile, as the ``spark-pipelines``
+    command's own session is in its process. The process's default and active Connect
+    sessions are restored after."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     before = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
     default = ConnectSession._default_session
     active = getattr(ConnectSession._active_session, "session", None)
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    if session is not None:
+        with ConnectSession._lock:
+            ConnectSession._default_session = session
+        ConnectSession._active_session.session = session
     try:
         yield
     finally:
@@ -210,7 +217,10 @@ class PipelineRun:
                                               **configuration}}
         spec = unpack_pipeline_spec(data)
         conf = {**_RETRY_CONF, **spec.configuration}
-        with connect_mode():
+        # The client is the active session while the files are imported: a file that
+        # asks for it (SparkSession.active(), as PySpark 4.1's files must, 4.2+ also
+        # give them `spark`) gets the pipeline's, as under the command.
+        with connect_mode(self.client):
             self.client.sql(f"CREATE DATABASE IF NOT EXISTS `{self.database}`")
             for key, value in conf.items():
                 self.client.conf.set(key, value)
@@ -269,7 +279,10 @@ class PipelineRun:
         (JSON), or the error that failed its resolution."""
         assert self.graph_id is not None
         context = self._holder.dataflowGraphRegistry().getDataflowGraphOrThrow(self.graph_id)
-        graph = context.toDataflowGraph().resolve(False)
+        unresolved = context.toDataflowGraph()
+        # 4.3's resolve takes a flag (false: the graph as declared, not for a dry run)
+        graph = (unresolved.resolve(False) if capabilities(self._jvm).pipeline_resolve_takes_flag
+                 else unresolved.resolve())
         convert = self._jvm.jvm.scala.jdk.javaapi.CollectionConverters
         tables = [{"name": _name(t.identifier()), "streaming": bool(t.isStreamingTable()),
                    "format": _option(t.format()), "comment": _option(t.comment())}

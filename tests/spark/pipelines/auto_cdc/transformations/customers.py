@@ -1,12 +1,16 @@
 from pyspark import pipelines as dp
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+
+# PySpark 4.2+ also gives a pipeline's files `spark`; 4.1's ask for it.
+spark = SparkSession.active()
 
 
 @dp.temporary_view
 def customer_changes():  # type: ignore[no-untyped-def]
-    return (spark.readStream.format("json")  # noqa: F821
+    return (spark.readStream.format("json")
             .schema("id STRING, name STRING, op STRING, seq LONG")
-            .load(spark.conf.get("changes.path")))  # noqa: F821
+            .load(spark.conf.get("changes.path")))
 
 
 dp.create_streaming_table("customers")
