@@ -305,14 +305,6 @@ def _jvm_of_a_run(project: Project, name: str, *options: str, **env: str) -> int
     return int(project.fact(name)["pid"])  # type: ignore[call-overload]
 
 
-def test_a_killed_jvm_is_replaced(project):
-    first = _jvm_of_a_run(project, "before_jvm_kill")
-    os.kill(first, signal.SIGKILL)
-    second = _jvm_of_a_run(project, "after_jvm_kill")
-    assert second != first
-    assert first not in [info["jvm_pid"] for info in project.warm()]
-
-
 def _count(path: Path) -> int:
     try:
         return int(path.read_text())
@@ -320,7 +312,7 @@ def _count(path: Path) -> int:
         return 0
 
 
-def _cleaned(project: Project, jvm_pid: int) -> None:
+def _cleaned(project: Project, jvm_pid: int, jvms: Path | None = None) -> None:
     """Wait (bounded) until the keeper of ``jvm_pid`` has cleaned it after its last run:
     its ``cleaned`` count has reached its ``runs`` count. (A ``cleaned`` file alone is
     the count of earlier runs' cleanings when the JVM served earlier tests of the
@@ -328,7 +320,7 @@ def _cleaned(project: Project, jvm_pid: int) -> None:
     keeper's 60 s cleaning timeout.)"""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        for info in project.jvms.glob("*/gateway.json"):
+        for info in (jvms or project.jvms).glob("*/gateway.json"):
             folder = info.parent
             if json.loads(info.read_text())["jvm_pid"] == jvm_pid and not (
                     folder / "cleaning").exists() and (
@@ -338,11 +330,13 @@ def _cleaned(project: Project, jvm_pid: int) -> None:
     raise AssertionError(f"the keeper of JVM {jvm_pid} did not clean it within 60 s")
 
 
-def test_a_wedged_jvm_is_replaced_without_waiting_on_it(project):
+def test_a_wedged_or_killed_jvm_is_replaced(project):
     """A JVM that does not answer (stopped here, once its keeper has cleaned it after
     its run: a JVM stopped while it is cleaned holds the next run for the keeper's
     cleaning timeout, 60 s) is ended, and the run starts another after at most the
-    answer timeout and a start."""
+    answer timeout and a start; a JVM killed after its run is replaced by the next run
+    too, and no longer listed. (One chain of runs: the wedged JVM's replacement is the
+    one killed.)"""
     first = _jvm_of_a_run(project, "before_wedge")
     _cleaned(project, first)
     os.kill(first, signal.SIGSTOP)
@@ -356,19 +350,10 @@ def test_a_wedged_jvm_is_replaced_without_waiting_on_it(project):
     assert second != first
     assert not _alive(first)  # ended by the run, not left stopped
     assert took < warm_jvm.ANSWER_TIMEOUT_S + warm_jvm.START_TIMEOUT_S
-
-
-def test_the_jvm_is_private_to_the_user_and_listens_on_loopback(project):
-    _jvm_of_a_run(project, "private")
-    assert (project.jvms.stat().st_mode & 0o777) == 0o700
-    for info in project.warm():
-        folder = next(f for f in project.jvms.glob("*")
-                      if (f / "gateway.json").exists()
-                      and json.loads((f / "gateway.json").read_text()) == info)
-        assert (folder.stat().st_mode & 0o777) == 0o700
-        for path in folder.iterdir():
-            assert (path.stat().st_mode & 0o077) == 0, path
-        assert _listening_addresses(info["port"]) == {"127.0.0.1"}
+    os.kill(second, signal.SIGKILL)
+    third = _jvm_of_a_run(project, "after_jvm_kill")
+    assert third not in (first, second)
+    assert second not in [info["jvm_pid"] for info in project.warm()]
 
 
 def _listening_addresses(port: int) -> set[str]:
@@ -420,10 +405,28 @@ def _command(project: Project, jvms: Path, *verb: str, cwd: Path) -> str:
     return done.stdout
 
 
-def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
-    """From the project's folder (or one below it): its JVMs."""
+def _private_and_on_loopback(jvms: Path) -> None:
+    """The JVMs' folder, each JVM's folder and its files are the user's alone; each
+    JVM's gateway listens on 127.0.0.1 only."""
+    assert (jvms.stat().st_mode & 0o777) == 0o700
+    for info_file in jvms.glob("*/gateway.json"):
+        folder = info_file.parent
+        assert (folder.stat().st_mode & 0o777) == 0o700
+        for path in folder.iterdir():
+            assert (path.stat().st_mode & 0o077) == 0, path
+        assert _listening_addresses(json.loads(info_file.read_text())["port"]) == {
+            "127.0.0.1"}
+
+
+def test_the_jvm_is_private_the_command_lists_and_ends_warm_jvms(project, tmp_path):
+    """A warm JVM is private to the user and listens on loopback; from the project's
+    folder (or one below it) the command lists and ends the project's JVMs."""
     jvms = tmp_path / "listed-jvms"
     pid = _jvm_of_a_run(project, "listed", STREAMTEST_WARM_JVM_DIR=str(jvms))
+    assert list(jvms.glob("*/gateway.json"))
+    _private_and_on_loopback(jvms)
+    # In use until its keeper has cleaned it after the run (a list at once may say so).
+    _cleaned(project, pid, jvms)
     below = project.root / "sub"
     below.mkdir()
     (project.root / "pyproject.toml").write_text("")  # what marks the project's folder
@@ -434,46 +437,36 @@ def test_the_command_lists_and_ends_warm_jvms(project, tmp_path):
     assert list(jvms.iterdir()) == []
 
 
-def test_another_project_s_jvms_are_its_own_unless_all_are_asked_for(project, tmp_path):
-    """On a machine with several projects, a project's runs and commands never end
-    another's JVMs: neither ``warm-jvm stop`` nor a run keeping the number waiting
-    (``$STREAMTEST_WARM_JVM_MAX``) touches them; ``--all-projects`` does."""
+def test_at_most_a_few_jvms_wait_and_another_project_s_are_its_own(project, tmp_path):
+    """Runs in a new working folder each time would leave a JVM each: starting one more
+    than ``$STREAMTEST_WARM_JVM_MAX`` (4 by default; 2 here) ends the one used least
+    recently. On a machine with several projects, a project's runs and commands never
+    end another's JVMs: neither that cap nor ``warm-jvm stop`` touches them (another
+    project's JVM, used least recently of all, outlives the cap); ``--all-projects``
+    does."""
     jvms = tmp_path / "projects-jvms"
     other = _jvm_of_a_run(project, "other_project", STREAMTEST_WARM_JVM_DIR=str(jvms),
                           STREAMTEST_WARM_JVM_PROJECT="/elsewhere/other")
     ours = [_jvm_of_a_run(project, f"ours_{n}", STREAMTEST_WARM_JVM_DIR=str(jvms),
-                          STREAMTEST_WARM_JVM_MAX="1", PROJECT_FLAVOUR=str(n))
-            for n in range(2)]  # another JVM each; one may wait: ours_0's ends
+                          STREAMTEST_WARM_JVM_MAX="2", PROJECT_FLAVOUR=str(n))
+            for n in range(3)]  # another JVM each; two may wait: ours_0's ends
     try:
         assert _gone_within(ours[0], 30)
-        assert _alive(other) and _alive(ours[1])
+        assert _alive(other) and all(_alive(pid) for pid in ours[1:])
+        for pid in ours[1:]:  # each in use until its keeper has cleaned it after its run
+            _cleaned(project, pid, jvms)
         listed = _command(project, jvms, "list", cwd=project.root)
-        assert f"JVM pid {ours[1]}" in listed and f"JVM pid {other}" not in listed
-        assert _command(project, jvms, "stop", cwd=project.root).startswith("ended 1 warm JVM")
-        assert _gone_within(ours[1], 10) and _alive(other)
+        assert all(f"JVM pid {pid}" in listed for pid in ours[1:])
+        assert f"JVM pid {other}" not in listed
+        assert _command(project, jvms, "stop", cwd=project.root).startswith(
+            "ended 2 warm JVMs")
+        assert all(_gone_within(pid, 10) for pid in ours[1:]) and _alive(other)
         everywhere = _command(project, jvms, "list", "--all-projects", cwd=project.root)
         assert f"JVM pid {other} (waiting)" in everywhere
         assert "project /elsewhere/other" in everywhere
         assert _command(project, jvms, "stop", "--all-projects",
                         cwd=project.root).strip() == "ended 1 warm JVM"
         assert _gone_within(other, 10)
-    finally:
-        _end_all(jvms)
-
-
-def test_at_most_a_few_jvms_wait_the_least_used_end_first(project, tmp_path):
-    """Runs in a new working folder each time would leave a JVM each: starting one more
-    than ``$STREAMTEST_WARM_JVM_MAX`` (4 by default; 2 here) ends the one used least
-    recently."""
-    jvms = tmp_path / "capped-jvms"
-    pids = []
-    for n in range(3):
-        pids.append(_jvm_of_a_run(project, f"capped_{n}", STREAMTEST_WARM_JVM_DIR=str(jvms),
-                                  STREAMTEST_WARM_JVM_MAX="2",
-                                  PROJECT_FLAVOUR=str(n)))  # another JVM each
-    try:
-        assert _gone_within(pids[0], 30)
-        assert all(_alive(pid) for pid in pids[1:])
     finally:
         _end_all(jvms)
 
