@@ -46,8 +46,9 @@ class CommitLog:
 def read_commit_log(folder: str | Path, known: frozenset[str] = frozenset()) -> CommitLog:
     """The log of the file-sink table in ``folder``. ``known`` is the files seen in an
     earlier read: a compact entry's files already known are not counted again as that
-    batch's (a log read after every update keeps each batch's own files)."""
-    root = Path(folder)
+    batch's (a log read after every update keeps each batch's own files). ``folder``
+    may be a ``file:`` URI (a sink's path option)."""
+    root = Path(_local(str(folder)))
     log = root / "_spark_metadata"
     entries: list[tuple[int, bool, Path]] = []
     if log.is_dir():

@@ -301,7 +301,7 @@ class PipelineTestDriver:
                   if dataset.kind == "sink" and flow_schema is not None
                   else self._spark.read.table(self._qualified(table)).schema)
         decode = row_decoder(schema)
-        fmt = self._graph.datasets[table].format or "parquet"
+        fmt = dataset.format or "parquet"
         frame = self._spark.read.format(fmt).schema(schema).load(list(files))
         return [decode(row) for row in frame.collect()]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlparse
 
 from ..core.records import TestRecord
 from ..errors import LostRowsError, hide_our_frames
@@ -42,8 +41,6 @@ class TableWatch:
     def _folder(self, table: str) -> str:
         if table not in self._folders:
             path = self._graph.datasets[table].path  # a sink's: its own option
-            if path is not None and path.startswith("file:"):
-                path = urlparse(path).path
             self._folders[table] = path if path is not None else self._location(table)
         return self._folders[table]
 
